@@ -1,0 +1,157 @@
+"""Partitioners: split sample indices across clients, deterministically for a generator.
+
+Each partitioner returns a list with one int64 index tensor per client. Indices refer to the
+labels passed in; :func:`repeated` wraps a partitioner to work on a dataset repeated ``times``
+(thesis §3.2.2: MNIST ×10 for 1,000 clients) and maps indices back to the original samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+Partition = list[Tensor]
+
+
+def _check_clients(num_clients: int, n: int) -> None:
+    if not isinstance(num_clients, int) or num_clients < 1:
+        raise ValueError(f"num_clients must be a positive int, got {num_clients!r}")
+    if num_clients > n:
+        raise ValueError(f"num_clients ({num_clients}) must not exceed the number of samples ({n})")
+
+
+def iid(labels: Tensor, num_clients: int, *, generator: torch.Generator) -> Partition:
+    """Shuffle all samples and deal them into ``num_clients`` parts of (almost) equal size."""
+    n = len(labels)
+    _check_clients(num_clients, n)
+    perm = torch.randperm(n, generator=generator)
+    return [part.clone() for part in torch.tensor_split(perm, num_clients)]
+
+
+def shards(labels: Tensor, num_clients: int, *, generator: torch.Generator,
+           shards_per_client: int = 2) -> Partition:
+    """McMahan et al.'s pathological non-IID split (the thesis uses 2 shards per client).
+
+    Samples are sorted by label (ties broken at random), cut into ``num_clients * shards_per_client``
+    contiguous shards of equal size, and each client receives ``shards_per_client`` random shards.
+    """
+    n = len(labels)
+    if not isinstance(shards_per_client, int) or shards_per_client < 1:
+        raise ValueError(f"shards_per_client must be a positive int, got {shards_per_client!r}")
+    _check_clients(num_clients * shards_per_client, n)
+    perm = torch.randperm(n, generator=generator)
+    order = perm[torch.argsort(labels[perm], stable=True)]
+    pieces = torch.tensor_split(order, num_clients * shards_per_client)
+    assignment = torch.randperm(len(pieces), generator=generator).view(num_clients, shards_per_client)
+    return [torch.cat([pieces[s] for s in row.tolist()]) for row in assignment]
+
+
+def dirichlet(labels: Tensor, num_clients: int, *, generator: torch.Generator, alpha: float,
+              min_size: int = 1, max_tries: int = 100) -> Partition:
+    """Label-skewed split: for each class, client shares are drawn from Dirichlet(``alpha``).
+
+    Small ``alpha`` gives few classes per client, large ``alpha`` approaches IID. Draws are
+    repeated until every client has at least ``min_size`` samples.
+    """
+    if not alpha > 0:
+        raise ValueError(f"alpha must be > 0, got {alpha!r}")
+    n = len(labels)
+    _check_clients(num_clients, n)
+    classes = torch.unique(labels)
+    concentration = torch.full((num_clients,), float(alpha), dtype=torch.float64)
+    for _ in range(max_tries):
+        parts: list[list[Tensor]] = [[] for _ in range(num_clients)]
+        for c in classes.tolist():
+            idx = torch.nonzero(labels == c).flatten()
+            idx = idx[torch.randperm(len(idx), generator=generator)]
+            gamma = torch._standard_gamma(concentration, generator=generator)  # Dirichlet via Gammas
+            shares = gamma / gamma.sum()
+            cuts = (torch.cumsum(shares, 0) * len(idx)).round().long()[:-1]
+            for client, piece in enumerate(torch.tensor_split(idx, cuts)):
+                parts[client].append(piece)
+        result = [torch.cat(p) for p in parts]
+        if min(len(p) for p in result) >= min_size:
+            return result
+    raise ValueError(f"could not give every client {min_size} samples with alpha={alpha} in {max_tries} draws; "
+                     "raise alpha or lower min_size")
+
+
+def class_per_client(labels: Tensor, num_clients: int, *, generator: torch.Generator,
+                     classes_per_client: int) -> Partition:
+    """Each client holds ``classes_per_client`` classes; a class's samples are split evenly among its holders.
+
+    Classes are dealt round-robin over a random class order, so every class is held by
+    (almost) the same number of clients and every sample is assigned.
+    """
+    n = len(labels)
+    _check_clients(num_clients, n)
+    classes = torch.unique(labels)
+    k = len(classes)
+    if not isinstance(classes_per_client, int) or not 1 <= classes_per_client <= k:
+        raise ValueError(f"classes_per_client must be an int in [1, {k}], got {classes_per_client!r}")
+    if num_clients * classes_per_client < k:
+        raise ValueError(f"num_clients * classes_per_client ({num_clients * classes_per_client}) must be at "
+                         f"least the number of classes ({k}) so that every sample is assigned")
+    order = classes[torch.randperm(k, generator=generator)]
+    holders: dict[int, list[int]] = {int(c): [] for c in classes}
+    slot = 0
+    for client in range(num_clients):
+        for _ in range(classes_per_client):
+            holders[int(order[slot % k])].append(client)
+            slot += 1
+    parts: list[list[Tensor]] = [[] for _ in range(num_clients)]
+    for c, owners in holders.items():
+        idx = torch.nonzero(labels == c).flatten()
+        idx = idx[torch.randperm(len(idx), generator=generator)]
+        for owner, piece in zip(owners, torch.tensor_split(idx, len(owners))):
+            parts[owner].append(piece)
+    return [torch.cat(p) for p in parts]
+
+
+def unequal(labels: Tensor, num_clients: int, *, generator: torch.Generator, sigma: float = 1.0,
+            min_size: int = 1) -> Partition:
+    """IID samples with log-normal client sizes (``sigma`` is the log-space std; 0 gives equal sizes)."""
+    n = len(labels)
+    _check_clients(num_clients, n)
+    if sigma < 0:
+        raise ValueError(f"sigma must be >= 0, got {sigma!r}")
+    if min_size * num_clients > n:
+        raise ValueError(f"min_size * num_clients ({min_size * num_clients}) exceeds the number of samples ({n})")
+    weights = torch.exp(sigma * torch.randn(num_clients, generator=generator, dtype=torch.float64))
+    spare = n - min_size * num_clients
+    sizes = torch.floor(weights / weights.sum() * spare).long() + min_size
+    sizes[: n - int(sizes.sum())] += 1  # hand out the rounding remainder
+    perm = torch.randperm(n, generator=generator)
+    return [part.clone() for part in torch.split(perm, sizes.tolist())]
+
+
+PARTITIONERS: dict[str, Callable[..., Partition]] = {
+    "iid": iid, "shards": shards, "dirichlet": dirichlet,
+    "class_per_client": class_per_client, "unequal": unequal,
+}
+
+
+def repeated(labels: Tensor, times: int, method: str, num_clients: int, *,
+             generator: torch.Generator, **kwargs) -> Partition:
+    """Partition the dataset repeated ``times`` and map indices back (index mod N).
+
+    Thesis §3.2.2 repeats MNIST ten times to give 1,000 clients 600 samples each.
+    """
+    if not isinstance(times, int) or times < 1:
+        raise ValueError(f"times must be a positive int, got {times!r}")
+    n = len(labels)
+    parts = partition(method, labels.repeat(times), num_clients, generator=generator, **kwargs)
+    return [p % n for p in parts]
+
+
+def partition(method: str, labels: Tensor, num_clients: int, *, generator: torch.Generator,
+              repeat: int = 1, **kwargs) -> Partition:
+    """Dispatch to a partitioner by name (``iid``, ``shards``, ``dirichlet``, ``class_per_client``,
+    ``unequal``), optionally on the dataset repeated ``repeat`` times."""
+    if method not in PARTITIONERS:
+        raise ValueError(f"method must be one of {sorted(PARTITIONERS)}, got {method!r}")
+    if repeat != 1:
+        return repeated(labels, repeat, method, num_clients, generator=generator, **kwargs)
+    return PARTITIONERS[method](labels, num_clients, generator=generator, **kwargs)

@@ -1,0 +1,109 @@
+"""Lean local training: one persistent model, data as tensors, batches by index, no optimizer objects.
+
+Client i starts from the global model W^t, runs E epochs of mini-batch SGD (optionally with
+momentum) on its samples and returns the thesis's "local gradient" ∇W_i^t = W^t − W_i^t
+(thesis §2.1.2, Step 2).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from fedlib.fl.params import get_flat, set_flat
+
+#: loss(logits, labels) -> scalar; default categorical cross-entropy (thesis eq. 2.5).
+Loss = Callable[[Tensor, Tensor], Tensor]
+#: penalty(params, start_params) -> scalar added to the loss (e.g. a proximal term).
+Penalty = Callable[[list[Tensor], list[Tensor]], Tensor]
+
+
+@dataclass(frozen=True)
+class LocalSGD:
+    """Hyper-parameters of local training.
+
+    Attributes:
+        epochs: E, passes over the client's data per round.
+        batch_size: B; the last batch of an epoch may be smaller.
+        momentum: β of the momentum buffer v ← β v + (1 − dampening) g (0 = plain SGD, eq. 2.11).
+        dampening: 0 gives heavy-ball momentum; dampening = β gives the thesis's "MGD"
+            exponential moving average v ← β v + (1 − β) g.
+    """
+
+    epochs: int = 1
+    batch_size: int = 50
+    momentum: float = 0.0
+    dampening: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.epochs, int) or self.epochs < 1:
+            raise ValueError(f"epochs must be a positive int, got {self.epochs!r}")
+        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {self.batch_size!r}")
+        if not 0 <= self.momentum < 1:
+            raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}")
+        if not 0 <= self.dampening <= 1:
+            raise ValueError(f"dampening must be in [0, 1], got {self.dampening!r}")
+
+
+class LocalTrainer:
+    """Trains any client on one persistent ``model``."""
+
+    def __init__(self, model: nn.Module, loss: Loss | None = None, penalty: Penalty | None = None) -> None:
+        self.model = model
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.loss = loss or F.cross_entropy
+        self.penalty = penalty
+
+    def train(self, start: Tensor, x: Tensor, y: Tensor, indices: Tensor, *, lr: float, opt: LocalSGD,
+              generator: torch.Generator) -> tuple[Tensor, float]:
+        """Run local SGD from flat parameters ``start`` on samples ``x[indices], y[indices]``.
+
+        Returns:
+            The update ∇W_i = W^t − W_i (flat) and the mean training loss of the last epoch.
+        """
+        set_flat(self.model, start)
+        self.model.train()
+        params = self.params
+        anchor = [p.detach().clone() for p in params] if self.penalty is not None else None
+        bufs = [torch.zeros_like(p) for p in params] if opt.momentum > 0 else None
+        n = len(indices)
+        steps = math.ceil(n / opt.batch_size)
+        last_loss = 0.0
+        for _ in range(opt.epochs):
+            order = indices[torch.randperm(n, generator=generator)]
+            total = torch.zeros(())
+            for s in range(steps):
+                batch = order[s * opt.batch_size:(s + 1) * opt.batch_size]
+                loss = self.loss(self.model(x[batch]), y[batch])
+                if self.penalty is not None:
+                    loss = loss + self.penalty(params, anchor)
+                grads = torch.autograd.grad(loss, params)
+                with torch.no_grad():
+                    if bufs is not None:
+                        torch._foreach_mul_(bufs, opt.momentum)
+                        torch._foreach_add_(bufs, grads, alpha=1.0 - opt.dampening)
+                        grads = bufs
+                    torch._foreach_add_(params, grads, alpha=-lr)
+                total += loss.detach()
+            last_loss = float(total) / steps
+        return start - get_flat(self.model), last_loss
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, flat: Tensor, x: Tensor, y: Tensor, batch_size: int = 2000) -> tuple[float, float]:
+    """Test accuracy and mean cross-entropy of parameters ``flat`` on (x, y)."""
+    set_flat(model, flat)
+    model.eval()
+    correct, loss = 0, 0.0
+    for s in range(0, len(y), batch_size):
+        logits = model(x[s:s + batch_size])
+        target = y[s:s + batch_size]
+        loss += float(F.cross_entropy(logits, target, reduction="sum"))
+        correct += int((logits.argmax(1) == target).sum())
+    return correct / len(y), loss / len(y)

@@ -1,0 +1,257 @@
+"""The round loop: sample clients → local training → client transforms → aggregation → server update
+→ evaluation, with per-client random streams, optional history, metrics, progress and checkpoints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import torch
+from torch import Tensor, nn
+
+from fedlib.data.datasets import Split
+from fedlib.fl.aggregators import Aggregator, WeightedMean
+from fedlib.fl.client import LocalSGD, LocalTrainer, Loss, Penalty, evaluate
+from fedlib.fl.component import Component, RoundContext
+from fedlib.fl.params import get_flat, layer_slices
+from fedlib.fl.server import ServerOptimizer
+from fedlib.fl.transforms import ClientMessage, ClientTransform
+from fedlib.rng import make_generator
+
+
+@dataclass(frozen=True)
+class FLConfig:
+    """Configuration of a federated run (validated on construction).
+
+    Attributes:
+        rounds: T, the number of communication rounds.
+        clients_per_round: m, sampled uniformly without replacement each round.
+        local: local training (E, B, momentum).
+        lr: γ, the local learning rate in round 0.
+        lr_decay: per-round factor; γ_t = γ · lr_decay^min(t, lr_decay_rounds).
+        lr_decay_rounds: rounds over which the decay applies (None: all). The thesis uses
+            0.96 for the first 20 rounds, then a fixed rate.
+        weighting: aggregation weights p_i ∝ n_i (``"samples"``) or 1/m (``"uniform"``).
+        eval_every: evaluate the global model every this many rounds (and after the last).
+        seed: the seed of every random stream of the run.
+    """
+
+    rounds: int
+    clients_per_round: int
+    local: LocalSGD = LocalSGD()
+    lr: float = 0.1
+    lr_decay: float = 1.0
+    lr_decay_rounds: int | None = None
+    weighting: Literal["samples", "uniform"] = "samples"
+    eval_every: int = 1
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("rounds", "clients_per_round", "eval_every"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr!r}")
+        if not 0 < self.lr_decay <= 1:
+            raise ValueError(f"lr_decay must be in (0, 1], got {self.lr_decay!r}")
+        if self.lr_decay_rounds is not None and self.lr_decay_rounds < 0:
+            raise ValueError(f"lr_decay_rounds must be >= 0 or None, got {self.lr_decay_rounds!r}")
+        if self.weighting not in ("samples", "uniform"):
+            raise ValueError(f"weighting must be 'samples' or 'uniform', got {self.weighting!r}")
+
+    def lr_at(self, t: int) -> float:
+        """γ_t, the local learning rate of round t (from 0)."""
+        k = t if self.lr_decay_rounds is None else min(t, self.lr_decay_rounds)
+        return self.lr * self.lr_decay**k
+
+
+@dataclass
+class Algorithm:
+    """A federated algorithm as a composition of parts (client transforms run in list order).
+
+    The parts keep state across rounds (accountants, momentum): use a fresh Algorithm per run.
+    """
+
+    transforms: Sequence[ClientTransform] = ()
+    aggregator: Aggregator = field(default_factory=WeightedMean)
+    server: ServerOptimizer = field(default_factory=ServerOptimizer)
+    loss: Loss | None = None
+    penalty: Penalty | None = None
+
+    def components(self) -> list[Component]:
+        return [*self.transforms, self.aggregator, self.server]
+
+
+@dataclass
+class History:
+    """What unlearning needs: W^t before every round, who took part, and what each client uploaded."""
+
+    models: list[Tensor] = field(default_factory=list)
+    participants: list[tuple[int, ...]] = field(default_factory=list)
+    updates: list[dict[int, Tensor]] = field(default_factory=list)
+    keep_updates: bool = True
+
+
+@dataclass
+class RunResult:
+    """Outcome of :func:`run_federated`.
+
+    Attributes:
+        params: the final global parameters (flat).
+        metrics: one dict per evaluated round (round = rounds completed, accuracy, loss, ...).
+        history: recorded models and updates, if asked for.
+        rounds_completed: rounds actually run (fewer than configured if a budget stopped training).
+        elapsed_s: wall time of this call (not counting earlier calls before a resume).
+    """
+
+    params: Tensor
+    metrics: list[dict[str, float]]
+    history: History | None
+    rounds_completed: int
+    elapsed_s: float
+
+    @property
+    def final_accuracy(self) -> float:
+        return self.metrics[-1]["accuracy"] if self.metrics else float("nan")
+
+    @property
+    def best_accuracy(self) -> float:
+        return max((m["accuracy"] for m in self.metrics), default=float("nan"))
+
+    def series(self, key: str) -> tuple[list[int], list[float]]:
+        """(rounds, values) of one metric, for plotting."""
+        rows = [m for m in self.metrics if key in m]
+        return [int(m["round"]) for m in rows], [float(m[key]) for m in rows]
+
+
+def sample_clients(num_clients: int, m: int, generator: torch.Generator) -> tuple[int, ...]:
+    """m distinct clients drawn uniformly without replacement, sorted."""
+    return tuple(sorted(torch.randperm(num_clients, generator=generator)[:m].tolist()))
+
+
+def _fingerprint(config: FLConfig, clients: Sequence[Tensor], num_params: int) -> dict:
+    return {"config": dataclasses.asdict(config), "client_sizes": [len(c) for c in clients],
+            "num_params": num_params}
+
+
+def _save_checkpoint(path: Path, state: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)  # atomic: a kill during the write leaves the previous checkpoint intact
+
+
+def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], test: Split | None,
+                  config: FLConfig, algorithm: Algorithm | None = None, *, init: Tensor | None = None,
+                  history: Literal["none", "models", "updates"] = "none",
+                  checkpoint: str | Path | None = None, checkpoint_every: int = 1, progress: bool = False,
+                  callback: Callable[[int, dict[str, float]], None] | None = None) -> RunResult:
+    """Run federated training.
+
+    Args:
+        model: the network; its current parameters are W^0 unless ``init`` is given. It is used as
+            the one persistent working model for all clients.
+        train: training samples; ``clients[i]`` are client i's indices into it.
+        clients: the partition (see :mod:`fedlib.data.partition`).
+        test: evaluation split (None: no evaluation).
+        config: rounds, sampling, local training, learning rate, seed.
+        algorithm: transforms, aggregator and server optimizer (default: plain FedAvg).
+        init: flat initial parameters W^0.
+        history: record nothing, the global models, or models and client uploads.
+        checkpoint: file to save the run's state to every ``checkpoint_every`` rounds; if it exists
+            and was written for the same configuration, the run resumes from it and reaches the same
+            numbers as an uninterrupted run.
+        progress: show a tqdm progress bar.
+        callback: called as ``callback(round, metrics)`` after every evaluated round.
+    """
+    algorithm = algorithm or Algorithm()
+    num_clients = len(clients)
+    if config.clients_per_round > num_clients:
+        raise ValueError(f"clients_per_round ({config.clients_per_round}) exceeds the number of clients "
+                         f"({num_clients})")
+    if any(len(c) == 0 for c in clients):
+        raise ValueError("every client needs at least one sample; got an empty client")
+    if history not in ("none", "models", "updates"):
+        raise ValueError(f"history must be 'none', 'models' or 'updates', got {history!r}")
+    if not isinstance(checkpoint_every, int) or checkpoint_every < 1:
+        raise ValueError(f"checkpoint_every must be a positive int, got {checkpoint_every!r}")
+
+    trainer = LocalTrainer(model, algorithm.loss, algorithm.penalty)
+    slices = layer_slices(model)
+    params = (init if init is not None else get_flat(model)).detach().clone()
+    sizes = torch.tensor([len(c) for c in clients], dtype=torch.float64)
+    record = History(keep_updates=history == "updates") if history != "none" else None
+    metrics: list[dict[str, float]] = []
+    start_round = 0
+    fingerprint = _fingerprint(config, clients, params.numel())
+    ckpt_path = Path(checkpoint) if checkpoint is not None else None
+
+    if ckpt_path is not None and ckpt_path.exists():
+        state = torch.load(ckpt_path, weights_only=False)
+        if state["fingerprint"] != fingerprint:
+            raise ValueError(f"checkpoint {ckpt_path} was written for a different configuration or partition; "
+                             "delete it or pass another path")
+        params, metrics, start_round = state["params"], state["metrics"], state["round"]
+        record = state["history"]
+        for comp, comp_state in zip(algorithm.components(), state["components"]):
+            comp.load_state_dict(comp_state)
+    else:
+        for comp in algorithm.components():
+            comp.reset()
+
+    began = time.perf_counter()
+    rounds = range(start_round, config.rounds)
+    if progress:
+        from tqdm.auto import tqdm
+        rounds = tqdm(rounds, initial=start_round, total=config.rounds, desc="rounds", leave=False)
+    completed = start_round
+    for t in rounds:
+        chosen = sample_clients(num_clients, config.clients_per_round, make_generator(config.seed, "sample", t))
+        ctx = RoundContext(t, num_clients, config.clients_per_round, chosen, slices, config.seed)
+        if not all(comp.allows_round(ctx) for comp in algorithm.components()):
+            break
+        lr = config.lr_at(t)
+        uploads = torch.empty(len(chosen), params.numel(), dtype=params.dtype)
+        train_loss = 0.0
+        for j, client in enumerate(chosen):
+            update, loss = trainer.train(params, train.x, train.y, clients[client], lr=lr, opt=config.local,
+                                         generator=ctx.generator("train", client))
+            msg = ClientMessage(client, len(clients[client]), update)
+            for transform in algorithm.transforms:
+                transform(msg, ctx)
+            uploads[j] = msg.update
+            train_loss += loss / len(chosen)
+        if config.weighting == "samples":
+            weights = sizes[list(chosen)] / sizes[list(chosen)].sum()
+        else:
+            weights = torch.full((len(chosen),), 1.0 / len(chosen), dtype=torch.float64)
+        if record is not None:
+            record.models.append(params.clone())
+            record.participants.append(chosen)
+            if record.keep_updates:
+                record.updates.append({c: uploads[j].clone() for j, c in enumerate(chosen)})
+        params = algorithm.server.step(params, algorithm.aggregator(uploads, weights, ctx))
+        completed = t + 1
+        if test is not None and (completed % config.eval_every == 0 or completed == config.rounds):
+            acc, test_loss = evaluate(model, params, test.x, test.y)
+            row = {"round": completed, "accuracy": acc, "loss": test_loss, "train_loss": train_loss, "lr": lr}
+            for comp in algorithm.components():
+                row.update(comp.metrics())
+            metrics.append(row)
+            if callback is not None:
+                callback(completed, row)
+        if ckpt_path is not None and (completed % checkpoint_every == 0 or completed == config.rounds):
+            _save_checkpoint(ckpt_path, {
+                "fingerprint": fingerprint, "round": completed, "params": params, "metrics": metrics,
+                "history": record, "components": [c.state_dict() for c in algorithm.components()],
+            })
+    if record is not None:
+        record.models.append(params.clone())
+    return RunResult(params, metrics, record, completed, time.perf_counter() - began)

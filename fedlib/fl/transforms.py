@@ -1,0 +1,184 @@
+"""Client-side transforms of an update, applied in list order before upload: clip, sparsify, noise.
+
+Each transform edits a :class:`ClientMessage`: the update vector, the L2 sensitivity that the last
+clipping step guarantees (flat or per layer), and the indices kept by sparsification.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+from fedlib.fl.component import Component, RoundContext
+from fedlib.privacy.accountant import ClientLedger, PrivacyBudget, RDPAccountant
+from fedlib.privacy.clipping import RunningMedian, clip_by_norm, clip_per_layer, layer_norms
+from fedlib.privacy.mechanisms import gaussian_noise
+from fedlib.privacy.sparsify import top_k
+
+
+@dataclass
+class ClientMessage:
+    """What client ``client`` (holding ``num_samples`` samples) is about to upload."""
+
+    client: int
+    num_samples: int
+    update: Tensor
+    bound: Tensor | None = None  # L2 bound of the whole update (0-d) or of each layer (L,)
+    kept: Tensor | None = None  # indices kept by sparsification
+    info: dict[str, float] = field(default_factory=dict)
+
+
+class ClientTransform(Component):
+    """A function ClientMessage → ClientMessage with the round's context."""
+
+    def __call__(self, msg: ClientMessage, ctx: RoundContext) -> None:
+        raise NotImplementedError
+
+
+def _positive(name: str, value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+
+
+class ClipUpdate(ClientTransform):
+    """Clip the whole update to a constant L2 bound C (thesis eq. 2.28 with constant C_i = C)."""
+
+    def __init__(self, bound: float) -> None:
+        _positive("bound", bound)
+        self.bound = float(bound)
+
+    def __call__(self, msg: ClientMessage, ctx: RoundContext) -> None:
+        msg.update = clip_by_norm(msg.update, self.bound)
+        msg.bound = torch.tensor(self.bound)
+
+
+class ClipPerLayer(ClientTransform):
+    """Clip each layer block to its own constant bound (one bound for all layers, or one per layer)."""
+
+    def __init__(self, bounds: float | list[float]) -> None:
+        self.bounds = torch.as_tensor(bounds, dtype=torch.float32)
+        if torch.any(self.bounds <= 0):
+            raise ValueError(f"bounds must be > 0, got {bounds!r}")
+
+    def __call__(self, msg: ClientMessage, ctx: RoundContext) -> None:
+        bounds = self.bounds.expand(len(ctx.slices)) if self.bounds.ndim == 0 else self.bounds
+        msg.update = clip_per_layer(msg.update, ctx.slices, bounds)
+        msg.bound = bounds.clone()
+
+
+class MedianClip(ClientTransform):
+    """Clip at the client's running median of its own update norms (thesis §2.1.5 C_i; eq. 3.8 per layer).
+
+    The current norm is included in the median, so a client's first participation is not clipped.
+    """
+
+    def __init__(self, per_layer: bool = True) -> None:
+        self.per_layer = per_layer
+        self.median = RunningMedian()
+
+    def __call__(self, msg: ClientMessage, ctx: RoundContext) -> None:
+        if self.per_layer:
+            bounds = self.median.observe(msg.client, layer_norms(msg.update, ctx.slices))
+            msg.update = clip_per_layer(msg.update, ctx.slices, torch.clamp(bounds, min=1e-12))
+        else:
+            bounds = self.median.observe(msg.client, torch.linalg.vector_norm(msg.update).reshape(1))[0]
+            msg.update = clip_by_norm(msg.update, max(float(bounds), 1e-12))
+        msg.bound = bounds
+
+    def reset(self) -> None:
+        self.median = RunningMedian()
+
+    def state_dict(self) -> dict:
+        return self.median.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.median.load_state_dict(state)
+
+
+class TopK(ClientTransform):
+    """Keep the ``rate`` fraction of largest-magnitude entries (thesis §3.2.1.1, top-k sparsification)."""
+
+    def __init__(self, rate: float) -> None:
+        if not 0 < rate <= 1:
+            raise ValueError(f"rate must be in (0, 1], got {rate!r}")
+        self.rate = rate
+
+    def __call__(self, msg: ClientMessage, ctx: RoundContext) -> None:
+        msg.update, msg.kept = top_k(msg.update, self.rate)
+
+
+class GaussianNoise(ClientTransform):
+    """Local DP: add N(0, (σ S)²) to each coordinate before upload (thesis §2.1.5.2, LDP-FL).
+
+    S is the L2 sensitivity left by the preceding clipping transform (per layer if it clipped per
+    layer), optionally divided by the client's sample count n_i (``per_sample=True``, the thesis's
+    S_i = C_i / n_i, eq. 3.9). With ``support="kept"`` noise goes only on entries kept by
+    :class:`TopK`. Every noised upload is one Gaussian mechanism (q = 1) on the client's ledger.
+
+    Args:
+        noise_multiplier: σ.
+        per_sample: divide the sensitivity by n_i.
+        support: ``"all"`` coordinates or only the ``"kept"`` ones.
+        budget: stop training before any sampled client would exceed it.
+    """
+
+    def __init__(self, noise_multiplier: float, *, per_sample: bool = False,
+                 support: Literal["all", "kept"] = "all", budget: PrivacyBudget | None = None) -> None:
+        if not noise_multiplier >= 0:
+            raise ValueError(f"noise_multiplier must be >= 0, got {noise_multiplier!r}")
+        if support not in ("all", "kept"):
+            raise ValueError(f"support must be 'all' or 'kept', got {support!r}")
+        self.noise_multiplier = float(noise_multiplier)
+        self.per_sample = per_sample
+        self.support = support
+        self.budget = budget
+        self.ledger = ClientLedger()
+
+    def __call__(self, msg: ClientMessage, ctx: RoundContext) -> None:
+        if msg.bound is None:
+            raise ValueError("GaussianNoise needs a clipping transform before it (the sensitivity is unknown)")
+        scale = msg.bound.to(msg.update.dtype) * self.noise_multiplier
+        if self.per_sample:
+            scale = scale / msg.num_samples
+        noise = gaussian_noise(msg.update.shape, 1.0, generator=ctx.generator("ldp_noise", msg.client))
+        if scale.numel() == 1:
+            noise.mul_(scale)
+        else:
+            for s, f in zip(ctx.slices, scale):
+                noise[s] *= f
+        if self.support == "kept":
+            if msg.kept is None:
+                raise ValueError("support='kept' needs a TopK transform before GaussianNoise")
+            mask = torch.zeros_like(noise, dtype=torch.bool)
+            mask[msg.kept] = True
+            noise[~mask] = 0.0
+        msg.update = msg.update + noise
+        if self.noise_multiplier > 0:
+            self.ledger.step(msg.client, noise_multiplier=self.noise_multiplier)
+
+    def allows_round(self, ctx: RoundContext) -> bool:
+        if self.budget is None or self.noise_multiplier == 0:
+            return True
+        for c in ctx.participants:
+            acc = self.ledger.accountants.get(c) or RDPAccountant(self.ledger.orders)
+            if acc.would_exceed(self.budget, noise_multiplier=self.noise_multiplier,
+                                                    sample_rate=1.0):
+                return False
+        return True
+
+    def metrics(self) -> dict[str, float]:
+        if self.budget is None:
+            return {}
+        return {"epsilon_ldp": self.ledger.max_epsilon(self.budget.delta, self.budget.conversion)}
+
+    def reset(self) -> None:
+        self.ledger = ClientLedger()
+
+    def state_dict(self) -> dict:
+        return self.ledger.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.ledger.load_state_dict(state)

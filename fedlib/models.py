@@ -1,0 +1,92 @@
+"""Registry of the seeds' networks.
+
+``build_model(name, generator=...)`` returns a freshly initialised model. Initialisation draws
+from the given generator (PyTorch's default U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and
+biases), never from the global RNG, so two builds with equal generators are identical.
+Chapters add their networks with :func:`register_model`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+MODELS: dict[str, Callable[..., nn.Module]] = {}
+
+
+def register_model(name: str) -> Callable[[Callable[..., nn.Module]], Callable[..., nn.Module]]:
+    """Decorator that adds a model constructor to the registry under ``name``."""
+    def add(fn: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
+        if name in MODELS:
+            raise ValueError(f"model {name!r} is already registered")
+        MODELS[name] = fn
+        return fn
+    return add
+
+
+@register_model("mlp")
+def mlp(in_features: int = 784, hidden: tuple[int, ...] = (200, 200), num_classes: int = 10) -> nn.Module:
+    """The thesis MLP, 784-200-200-10 with ReLU (eqs. 2.1-2.2; 199,210 parameters). Softmax is in the loss."""
+    layers: list[nn.Module] = [nn.Flatten()]
+    width = in_features
+    for h in hidden:
+        layers += [nn.Linear(width, h), nn.ReLU()]
+        width = h
+    layers.append(nn.Linear(width, num_classes))
+    return nn.Sequential(*layers)
+
+
+def _conv_net(in_channels: int, side: int, num_classes: int, fc: int) -> nn.Module:
+    flat = 64 * (side // 4) ** 2
+    return nn.Sequential(
+        nn.Conv2d(in_channels, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(flat, fc), nn.ReLU(), nn.Linear(fc, num_classes),
+    )
+
+
+@register_model("cnn_mnist")
+def cnn_mnist(num_classes: int = 10, fc: int = 512) -> nn.Module:
+    """Thesis §3.3 CNN for 1x28x28 inputs: conv5x5(32)-ReLU-pool2, conv5x5(64)-ReLU-pool2, FC(fc)-ReLU, FC.
+
+    The seed states neither padding nor the hidden FC width; we use 'same' padding and 512 units,
+    as in McMahan et al.'s FedAvg CNN (1,663,370 parameters).
+    """
+    return _conv_net(1, 28, num_classes, fc)
+
+
+@register_model("cnn_cifar")
+def cnn_cifar(num_classes: int = 10, fc: int = 512) -> nn.Module:
+    """The same CNN for 3x32x32 inputs (thesis §3.3, CIFAR-10)."""
+    return _conv_net(3, 32, num_classes, fc)
+
+
+@torch.no_grad()
+def init_parameters(model: nn.Module, generator: torch.Generator) -> nn.Module:
+    """Re-draw every Linear/Conv weight and bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with ``generator``.
+
+    This is the distribution of PyTorch's default initialisation for these layers.
+    """
+    for module in model.modules():
+        if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)):
+            fan_in = module.weight[0].numel()
+            bound = 1.0 / math.sqrt(fan_in)
+            for p in (module.weight, module.bias):
+                if p is not None:
+                    p.copy_(torch.rand(p.shape, generator=generator) * (2 * bound) - bound)
+    return model
+
+
+def build_model(name: str, *, generator: torch.Generator, **kwargs) -> nn.Module:
+    """Build registered model ``name`` with its parameters drawn from ``generator``."""
+    if name not in MODELS:
+        raise ValueError(f"model must be one of {sorted(MODELS)}, got {name!r}")
+    return init_parameters(MODELS[name](**kwargs), generator)
+
+
+def num_parameters(model: nn.Module) -> int:
+    """Number of trainable scalars."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)

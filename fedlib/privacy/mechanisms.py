@@ -1,0 +1,55 @@
+"""Additive noise mechanisms and their classic calibrations (thesis §2.1.4)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+
+def gaussian_noise(shape: torch.Size | tuple[int, ...], std: float, *, generator: torch.Generator,
+                   dtype: torch.dtype = torch.float32) -> Tensor:
+    """i.i.d. N(0, std^2) noise of ``shape`` drawn from ``generator`` (Gaussian mechanism, thesis Def. 5)."""
+    if not std >= 0:
+        raise ValueError(f"std must be >= 0, got {std!r}")
+    noise = torch.randn(shape, generator=generator, dtype=dtype)
+    return noise.mul_(std)
+
+
+def laplace_noise(shape: torch.Size | tuple[int, ...], scale: float, *, generator: torch.Generator,
+                  dtype: torch.dtype = torch.float32) -> Tensor:
+    """i.i.d. Lap(b) noise, density (1/2b) exp(-|x|/b), drawn by inverse CDF (thesis §2.1.4, Laplace mechanism)."""
+    if not scale >= 0:
+        raise ValueError(f"scale must be >= 0, got {scale!r}")
+    u = torch.rand(shape, generator=generator, dtype=torch.float64) - 0.5
+    x = -scale * torch.sign(u) * torch.log1p(-2.0 * u.abs())
+    return x.to(dtype)
+
+
+def laplace_scale(sensitivity: float, epsilon: float) -> float:
+    """b = Δf / ε for ε-DP with L1-sensitivity Δf (thesis §2.1.4, Def. 3)."""
+    if not sensitivity > 0:
+        raise ValueError(f"sensitivity must be > 0, got {sensitivity!r}")
+    if not epsilon > 0:
+        raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
+    return sensitivity / epsilon
+
+
+def classic_gaussian_std(sensitivity: float, epsilon: float, delta: float) -> float:
+    """σ_abs = sqrt(2 ln(1.25/δ)) Δf / ε: one application is (ε, δ)-DP (Dwork & Roth Thm A.1; thesis §2.1.4).
+
+    The theorem holds only for 0 < ε < 1; for larger ε, or for many rounds, calibrate with the RDP
+    accountant (:func:`fedlib.privacy.accountant.calibrate_noise_multiplier`).
+
+    Raises:
+        ValueError: ε outside (0, 1), δ outside (0, 1), or sensitivity ≤ 0.
+    """
+    if not sensitivity > 0:
+        raise ValueError(f"sensitivity must be > 0, got {sensitivity!r}")
+    if not 0 < epsilon < 1:
+        raise ValueError(f"epsilon must be in (0, 1) for the classic Gaussian mechanism, got {epsilon!r}; "
+                         "use the RDP accountant for larger epsilon")
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    return math.sqrt(2.0 * math.log(1.25 / delta)) * sensitivity / epsilon
