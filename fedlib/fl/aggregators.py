@@ -37,10 +37,11 @@ class CentralGaussian(Aggregator):
         noise_multiplier: σ.
         bound: S, a positive constant or ``"median"``.
         budget: stop training before this (ε, δ) would be exceeded.
+        delta: δ at which ε is reported when no budget is given.
     """
 
     def __init__(self, noise_multiplier: float, bound: float | str = "median",
-                 budget: PrivacyBudget | None = None) -> None:
+                 budget: PrivacyBudget | None = None, delta: float = 1e-5) -> None:
         if not noise_multiplier >= 0:
             raise ValueError(f"noise_multiplier must be >= 0, got {noise_multiplier!r}")
         if not (bound == "median" or (isinstance(bound, (int, float)) and bound > 0)):
@@ -48,6 +49,7 @@ class CentralGaussian(Aggregator):
         self.noise_multiplier = float(noise_multiplier)
         self.bound = bound
         self.budget = budget
+        self.report = budget or PrivacyBudget(1.0, delta)
         self.accountant = RDPAccountant()
         self.last_bound = float("nan")
 
@@ -73,10 +75,8 @@ class CentralGaussian(Aggregator):
                                                 sample_rate=ctx.clients_per_round / ctx.num_clients)
 
     def metrics(self) -> dict[str, float]:
-        out = {"clip_bound": self.last_bound}
-        if self.budget is not None:
-            out["epsilon_cdp"] = self.accountant.get_epsilon(self.budget.delta, self.budget.conversion)
-        return out
+        return {"clip_bound": self.last_bound,
+                "epsilon_cdp": self.accountant.get_epsilon(self.report.delta, self.report.conversion)}
 
     def reset(self) -> None:
         self.accountant = RDPAccountant()

@@ -239,19 +239,20 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
                 record.updates.append({c: uploads[j].clone() for j, c in enumerate(chosen)})
         params = algorithm.server.step(params, algorithm.aggregator(uploads, weights, ctx))
         completed = t + 1
+        row = None
         if test is not None and (completed % config.eval_every == 0 or completed == config.rounds):
             acc, test_loss = evaluate(model, params, test.x, test.y)
             row = {"round": completed, "accuracy": acc, "loss": test_loss, "train_loss": train_loss, "lr": lr}
             for comp in algorithm.components():
                 row.update(comp.metrics())
             metrics.append(row)
-            if callback is not None:
-                callback(completed, row)
         if ckpt_path is not None and (completed % checkpoint_every == 0 or completed == config.rounds):
             _save_checkpoint(ckpt_path, {
                 "fingerprint": fingerprint, "round": completed, "params": params, "metrics": metrics,
                 "history": record, "components": [c.state_dict() for c in algorithm.components()],
             })
+        if callback is not None and row is not None:
+            callback(completed, row)
     if record is not None:
         record.models.append(params.clone())
     return RunResult(params, metrics, record, completed, time.perf_counter() - began)

@@ -123,10 +123,12 @@ class GaussianNoise(ClientTransform):
         per_sample: divide the sensitivity by n_i.
         support: ``"all"`` coordinates or only the ``"kept"`` ones.
         budget: stop training before any sampled client would exceed it.
+        delta: δ at which ε is reported when no budget is given.
     """
 
     def __init__(self, noise_multiplier: float, *, per_sample: bool = False,
-                 support: Literal["all", "kept"] = "all", budget: PrivacyBudget | None = None) -> None:
+                 support: Literal["all", "kept"] = "all", budget: PrivacyBudget | None = None,
+                 delta: float = 1e-5) -> None:
         if not noise_multiplier >= 0:
             raise ValueError(f"noise_multiplier must be >= 0, got {noise_multiplier!r}")
         if support not in ("all", "kept"):
@@ -135,6 +137,7 @@ class GaussianNoise(ClientTransform):
         self.per_sample = per_sample
         self.support = support
         self.budget = budget
+        self.report = budget or PrivacyBudget(1.0, delta)
         self.ledger = ClientLedger()
 
     def __call__(self, msg: ClientMessage, ctx: RoundContext) -> None:
@@ -170,9 +173,7 @@ class GaussianNoise(ClientTransform):
         return True
 
     def metrics(self) -> dict[str, float]:
-        if self.budget is None:
-            return {}
-        return {"epsilon_ldp": self.ledger.max_epsilon(self.budget.delta, self.budget.conversion)}
+        return {"epsilon_ldp": self.ledger.max_epsilon(self.report.delta, self.report.conversion)}
 
     def reset(self) -> None:
         self.ledger = ClientLedger()

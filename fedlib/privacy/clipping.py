@@ -12,7 +12,7 @@ def _check_bound(name: str, value: float | Tensor) -> None:
 
 
 def clip_by_norm(update: Tensor, bound: float) -> Tensor:
-    """Scale ``update`` to L2 norm at most ``bound``: W / max(1, ||W||_2 / C).
+    """Scale ``update`` to L2 norm at most ``bound``: ``W / max(1, ‖W‖₂ / C)``.
 
     Thesis eq. 2.28 (LDP-FL client-side clipping with bound C_i); a copy is returned.
     """

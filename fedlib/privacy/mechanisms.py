@@ -19,7 +19,7 @@ def gaussian_noise(shape: torch.Size | tuple[int, ...], std: float, *, generator
 
 def laplace_noise(shape: torch.Size | tuple[int, ...], scale: float, *, generator: torch.Generator,
                   dtype: torch.dtype = torch.float32) -> Tensor:
-    """i.i.d. Lap(b) noise, density (1/2b) exp(-|x|/b), drawn by inverse CDF (thesis §2.1.4, Laplace mechanism)."""
+    """i.i.d. Lap(b) noise, density ``exp(-abs(x) / b) / (2b)``, drawn by inverse CDF (thesis §2.1.4, Laplace mechanism)."""
     if not scale >= 0:
         raise ValueError(f"scale must be >= 0, got {scale!r}")
     u = torch.rand(shape, generator=generator, dtype=torch.float64) - 0.5
@@ -53,3 +53,18 @@ def classic_gaussian_std(sensitivity: float, epsilon: float, delta: float) -> fl
     if not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
     return math.sqrt(2.0 * math.log(1.25 / delta)) * sensitivity / epsilon
+
+
+def aggregate_noise_std(noise_multiplier: float, bound: float, clients_per_round: int, *, local: bool) -> float:
+    """Per-coordinate noise std on the average of m clipped updates (thesis §2.1.5, Fig. 2.3).
+
+    Central DP adds N(0, (σC)²) once to the sum: std σC/m on the average. Local DP has every client
+    add N(0, (σC)²) to its own update: the m independent draws average to std σC/√m, i.e. √m times
+    more noise at the same σ.
+    """
+    if not isinstance(clients_per_round, int) or clients_per_round < 1:
+        raise ValueError(f"clients_per_round must be a positive int, got {clients_per_round!r}")
+    if not noise_multiplier >= 0 or not bound > 0:
+        raise ValueError(f"need noise_multiplier >= 0 and bound > 0, got {noise_multiplier!r}, {bound!r}")
+    m = clients_per_round
+    return noise_multiplier * bound / (math.sqrt(m) if local else m)

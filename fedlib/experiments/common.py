@@ -1,0 +1,51 @@
+"""Helpers shared by the chapter experiments: building a federation and a fresh model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from fedlib.data.datasets import Split, load_dataset
+from fedlib.data.partition import partition
+from fedlib.models import build_model
+from fedlib.rng import make_generator
+
+
+@dataclass(frozen=True)
+class Federation:
+    """Training data, its partition across clients, and the test split."""
+
+    train: Split
+    test: Split
+    clients: list[Tensor]
+
+
+def make_federation(dataset: str, method: str, num_clients: int, *, seed: int, repeat: int = 1,
+                    **partition_kwargs) -> Federation:
+    """Load ``dataset`` and partition its training split with ``method`` (see :func:`fedlib.data.partition`)."""
+    train = load_dataset(dataset, train=True)
+    test = load_dataset(dataset, train=False)
+    clients = partition(method, train.y, num_clients, generator=make_generator(seed, "partition", method),
+                        repeat=repeat, **partition_kwargs)
+    return Federation(train, test, clients)
+
+
+def fresh_model(name: str, seed: int, **kwargs) -> nn.Module:
+    """Model ``name`` with W^0 drawn from the run's ``init`` stream (equal seeds give equal W^0)."""
+    return build_model(name, generator=make_generator(seed, "init", name), **kwargs)
+
+
+def set_threads(default: int = 2) -> int:
+    """``torch.set_num_threads`` from ``$FEDLIB_NUM_THREADS`` (default 2); returns the count set.
+
+    Two torch processes sharing two cores slow each other down badly: give each one thread.
+    """
+    import os
+
+    n = int(os.environ.get("FEDLIB_NUM_THREADS", default))
+    if n < 1:
+        raise ValueError(f"FEDLIB_NUM_THREADS must be >= 1, got {n}")
+    torch.set_num_threads(n)
+    return n

@@ -1,0 +1,142 @@
+"""The results file of a chapter run: ``results/<mode>/<chapter>.json``.
+
+Schema::
+
+    {"chapter", "mode", "seed", "config", "elapsed_s", "environment",
+     "tables": {"T3.1": {"title": str, "rows": [{column: value, ...}]}},
+     "claims": [{"id", "text", "holds", "evidence"}],
+     "series": {"name": {"x": [...], "y": [...], "label": str}}}
+
+Rows carry the paper's number beside ours (columns ``paper`` and ``ours``); ``claims`` are the
+paper's qualitative statements checked on our numbers; ``series`` hold the curves the chapter plots.
+The notebook, the reproduction report and the tests all read this one file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+CHAPTERS = ("foundations", "dpfl", "fednore", "privacy_eval", "adpdfl", "sifu", "deniability", "flz")
+MODES = ("quick", "full")
+
+
+def results_dir() -> Path:
+    """``$FEDLIB_RESULTS`` if set; else ``results/`` of the fedlib checkout (when fedlib is installed
+    from one, as with ``pip install -e .``); else ``./results``."""
+    if os.environ.get("FEDLIB_RESULTS"):
+        return Path(os.environ["FEDLIB_RESULTS"])
+    checkout = Path(__file__).resolve().parents[1]
+    if (checkout / "_toc.yml").exists():
+        return checkout / "results"
+    return Path("results")
+
+
+def _environment() -> dict[str, str]:
+    import torch
+
+    return {"python": platform.python_version(), "torch": torch.__version__, "machine": platform.machine(),
+            "processor": platform.processor() or platform.machine(), "threads": str(torch.get_num_threads()),
+            "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"}
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe copy: NaN/inf become None, tuples become lists, numpy/torch scalars become floats."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 1) == 0:
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+@dataclass
+class Results:
+    """What one chapter run produced."""
+
+    chapter: str
+    mode: str
+    seed: int
+    config: dict[str, Any]
+    elapsed_s: float = 0.0
+    tables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    claims: list[dict[str, Any]] = field(default_factory=list)
+    series: dict[str, dict[str, Any]] = field(default_factory=dict)
+    environment: dict[str, str] = field(default_factory=_environment)
+
+    def __post_init__(self) -> None:
+        if self.chapter not in CHAPTERS:
+            raise ValueError(f"chapter must be one of {CHAPTERS}, got {self.chapter!r}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+
+    def add_table(self, table_id: str, title: str, rows: list[dict[str, Any]]) -> None:
+        """Add a table; each row should hold the paper's value (``paper``) beside ours (``ours``)."""
+        self.tables[table_id] = {"title": title, "rows": _clean(rows)}
+
+    def add_claim(self, claim_id: str, text: str, holds: bool, evidence: str) -> None:
+        """Record whether one of the paper's qualitative claims holds on our numbers."""
+        self.claims.append({"id": claim_id, "text": text, "holds": bool(holds), "evidence": evidence})
+
+    def add_series(self, name: str, x: list[float], y: list[float], label: str | None = None) -> None:
+        """Add a curve (e.g. accuracy over rounds)."""
+        self.series[name] = {"x": _clean(list(x)), "y": _clean(list(y)), "label": label or name}
+
+    def claim(self, claim_id: str) -> dict[str, Any]:
+        for c in self.claims:
+            if c["id"] == claim_id:
+                return c
+        raise KeyError(f"no claim {claim_id!r}; claims are {[c['id'] for c in self.claims]}")
+
+    def path(self, root: str | Path | None = None) -> Path:
+        return Path(root or results_dir()) / self.mode / f"{self.chapter}.json"
+
+    def save(self, root: str | Path | None = None) -> Path:
+        """Write ``<root>/<mode>/<chapter>.json`` and return its path."""
+        path = self.path(root)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(_clean(asdict(self)), indent=1) + "\n")
+        return path
+
+
+def load_results(chapter: str, mode: str = "quick", root: str | Path | None = None) -> Results:
+    """Read ``<root>/<mode>/<chapter>.json``."""
+    path = Path(root or results_dir()) / mode / f"{chapter}.json"
+    if not path.exists():
+        raise FileNotFoundError(f"no results at {path}; run `python -m fedlib run {chapter} --mode {mode}` first")
+    return Results(**json.loads(path.read_text()))
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def table_markdown(results: Results, table_id: str) -> str:
+    """A results table as a Markdown table (for notebooks and book pages)."""
+    table = results.tables[table_id]
+    rows = table["rows"]
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    lines = [f"**{table_id}: {table['title']}**", "", "| " + " | ".join(columns) + " |",
+             "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(_fmt(r.get(c)) for c in columns) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def claims_markdown(results: Results) -> str:
+    """The claims as a Markdown table with their verdicts."""
+    lines = ["| claim | verdict | evidence |", "|---|---|---|"]
+    for c in results.claims:
+        lines.append(f"| {c['text']} | {'holds' if c['holds'] else 'does not hold'} | {c['evidence']} |")
+    return "\n".join(lines)

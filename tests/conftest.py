@@ -1,0 +1,61 @@
+"""Shared fixtures: the data root, a small real-MNIST federation, and the executed book."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+if "FEDLIB_DATA" not in os.environ and (ROOT.parent / "shared" / "data").is_dir():
+    os.environ["FEDLIB_DATA"] = str(ROOT.parent / "shared" / "data")
+
+torch.set_num_threads(int(os.environ.get("FEDLIB_NUM_THREADS", "2")))
+
+
+@pytest.fixture(scope="session")
+def mnist():
+    from fedlib.data import load_dataset
+
+    return load_dataset("mnist", train=True), load_dataset("mnist", train=False)
+
+
+@pytest.fixture(scope="session")
+def small_fed(mnist):
+    """12 clients x 40 real MNIST samples, and 500 test samples."""
+    train, test = mnist
+    from fedlib.data import iid
+    from fedlib.rng import make_generator
+
+    sub = train.subset(torch.arange(480))
+    clients = iid(sub.y, 12, generator=make_generator(0, "test-partition"))
+    return sub, clients, test.subset(torch.arange(500))
+
+
+@pytest.fixture(scope="session")
+def executed_book(tmp_path_factory):
+    """Stage the book, execute every chapter in quick mode (results into a temp folder), build the HTML.
+
+    Returns a dict with the results root, per-notebook errors (None if it ran) and the build result.
+    """
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import build_book
+
+    results_root = tmp_path_factory.mktemp("results")
+    os.environ["FEDLIB_RESULTS"] = str(results_root)
+    try:
+        build_book.stage()
+        errors = {}
+        for nb in build_book.notebooks():
+            try:
+                build_book.execute(build_book.STAGE / "notebooks" / nb.name, "quick", 0)
+                errors[nb.stem] = None
+            except Exception as err:  # reported per notebook by test_notebooks
+                errors[nb.stem] = f"{type(err).__name__}: {err}"
+        build = build_book.build() if all(e is None for e in errors.values()) else None
+    finally:
+        del os.environ["FEDLIB_RESULTS"]
+    return {"results": results_root, "errors": errors, "build": build}

@@ -1,0 +1,203 @@
+import pytest
+import torch
+
+from fedlib.fl import (
+    Algorithm,
+    CentralGaussian,
+    ClientMessage,
+    ClipPerLayer,
+    ClipUpdate,
+    FLConfig,
+    GaussianNoise,
+    LocalSGD,
+    LocalTrainer,
+    MedianClip,
+    RoundContext,
+    ServerOptimizer,
+    TopK,
+    get_flat,
+    run_federated,
+)
+from fedlib.models import build_model
+from fedlib.privacy import PrivacyBudget
+from fedlib.rng import make_generator
+
+from reference import seed_style_fedavg
+
+
+def mlp(seed=0):
+    return build_model("mlp", generator=make_generator(seed, "init"), hidden=(32,))
+
+
+def cfg(**kw):
+    base = dict(rounds=3, clients_per_round=4, local=LocalSGD(epochs=1, batch_size=16), lr=0.1, seed=0)
+    base.update(kw)
+    return FLConfig(**base)
+
+
+def run(small_fed, config, algorithm=None, **kw):
+    train, clients, test = small_fed
+    return run_federated(mlp(), train, clients, test, config, algorithm, **kw)
+
+
+def test_matches_the_seed_style_reference(small_fed):
+    train, clients, _ = small_fed
+    ours = run(small_fed, cfg()).params
+    ref = seed_style_fedavg(mlp(), train, clients, rounds=3, clients_per_round=4, epochs=1, batch_size=16,
+                            lr=0.1, seed=0)
+    assert torch.allclose(ours, ref, atol=1e-6)
+
+
+def test_sigma_zero_and_no_sparsification_is_fedavg(small_fed):
+    plain = run(small_fed, cfg()).params
+    wrapped = run(small_fed, cfg(), Algorithm(transforms=[ClipUpdate(1e6), TopK(1.0), GaussianNoise(0.0)])).params
+    assert torch.equal(plain, wrapped)
+    uniform = run(small_fed, cfg(weighting="uniform")).params
+    central = run(small_fed, cfg(weighting="uniform"), Algorithm(aggregator=CentralGaussian(0.0, bound=1e6))).params
+    assert torch.allclose(uniform, central, atol=1e-6)
+
+
+def test_same_seed_same_numbers_other_seed_other_numbers(small_fed):
+    dp = lambda: Algorithm(transforms=[MedianClip(), GaussianNoise(0.5)])  # noqa: E731
+    a, b = run(small_fed, cfg(), dp()), run(small_fed, cfg(), dp())
+    c = run(small_fed, cfg(seed=1), dp())
+    assert torch.equal(a.params, b.params) and a.metrics == b.metrics
+    assert not torch.equal(a.params, c.params)
+
+
+def stateful_algorithm():
+    return Algorithm(transforms=[MedianClip(per_layer=True), GaussianNoise(0.3)],
+                     aggregator=CentralGaussian(0.2, bound="median"), server=ServerOptimizer(momentum=0.5))
+
+
+def test_resume_after_a_kill_gives_identical_numbers(small_fed, tmp_path):
+    config = cfg(rounds=5, local=LocalSGD(epochs=1, batch_size=16, momentum=0.9))
+    whole = run(small_fed, config, stateful_algorithm())
+
+    def killer(t, row):
+        if t == 3:
+            raise KeyboardInterrupt
+
+    ckpt = tmp_path / "run.pt"
+    with pytest.raises(KeyboardInterrupt):
+        run(small_fed, config, stateful_algorithm(), checkpoint=ckpt, callback=killer)
+    assert torch.load(ckpt, weights_only=False)["round"] == 3
+    resumed = run(small_fed, config, stateful_algorithm(), checkpoint=ckpt)
+    assert torch.equal(whole.params, resumed.params)
+    assert whole.metrics == resumed.metrics
+    with pytest.raises(ValueError, match="different configuration"):
+        run(small_fed, cfg(rounds=6), stateful_algorithm(), checkpoint=ckpt)
+
+
+def test_history_records_models_and_uploads(small_fed):
+    out = run(small_fed, cfg(weighting="uniform"), history="updates")
+    h = out.history
+    assert len(h.models) == 4 and len(h.participants) == 3 and torch.equal(h.models[-1], out.params)
+    for t in range(3):
+        assert set(h.updates[t]) == set(h.participants[t])
+        mean = torch.stack(list(h.updates[t].values())).mean(0)
+        assert torch.allclose(h.models[t + 1], h.models[t] - mean, atol=1e-6)  # thesis §2.1.2 Step 3
+
+
+def test_budget_stops_training_before_overspending(small_fed):
+    budget = PrivacyBudget(3.0, 1e-5)  # sigma 2, q = 4/12: 9 rounds give eps 2.9, 10 rounds 3.0
+    out = run(small_fed, cfg(rounds=50, weighting="uniform"),
+              Algorithm(aggregator=CentralGaussian(2.0, bound=1.0, budget=budget)))
+    assert 0 < out.rounds_completed < 50
+    assert out.metrics[-1]["epsilon_cdp"] <= 3.0
+
+
+def context(slices, seed=0):
+    return RoundContext(0, 10, 10, tuple(range(10)), slices, seed)
+
+
+def test_local_noise_std_is_sigma_times_bound():
+    d = 200_000
+    msg = ClientMessage(0, 600, torch.full((d,), 1.0))
+    ctx = context([slice(0, d)])
+    ClipUpdate(2.0)(msg, ctx)
+    clipped = msg.update.clone()
+    GaussianNoise(1.5)(msg, ctx)
+    assert float((msg.update - clipped).std()) == pytest.approx(3.0, rel=0.01)
+    per_sample = ClientMessage(0, 600, torch.full((d,), 1.0))
+    ClipUpdate(2.0)(per_sample, ctx)
+    GaussianNoise(1.5, per_sample=True)(per_sample, ctx)  # thesis eq. 3.9: S_i = C_i / n_i
+    assert float((per_sample.update - clipped).std()) == pytest.approx(3.0 / 600, rel=0.01)
+
+
+def test_per_layer_noise_follows_each_layer_bound():
+    slices = [slice(0, 100_000), slice(100_000, 200_000)]
+    msg = ClientMessage(0, 1, torch.zeros(200_000))
+    ClipPerLayer([1.0, 4.0])(msg, context(slices))
+    GaussianNoise(1.0)(msg, context(slices))
+    assert float(msg.update[slices[0]].std()) == pytest.approx(1.0, rel=0.02)
+    assert float(msg.update[slices[1]].std()) == pytest.approx(4.0, rel=0.02)
+
+
+def test_noise_only_on_kept_entries():
+    msg = ClientMessage(0, 1, torch.arange(100.0))
+    ctx = context([slice(0, 100)])
+    for t in (TopK(0.1), ClipUpdate(1e9), GaussianNoise(1.0, support="kept")):
+        t(msg, ctx)
+    assert torch.count_nonzero(msg.update) == 10 and torch.all(msg.update[:90] == 0)
+
+
+def test_central_noise_std_is_sigma_s_over_m():
+    agg = CentralGaussian(2.0, bound=3.0)
+    out = agg(torch.zeros(10, 200_000), torch.full((10,), 0.1), context([slice(0, 200_000)]))
+    assert float(out.std()) == pytest.approx(2.0 * 3.0 / 10, rel=0.01)
+    assert agg.metrics()["epsilon_cdp"] > 0
+
+
+def test_server_momentum_eq_3_6():
+    server = ServerOptimizer(lr=1.0, momentum=0.5)
+    w = torch.zeros(2)
+    w = server.step(w, torch.tensor([2.0, 0.0]))  # V = 0.5*0 + 0.5*g = [1, 0]
+    assert torch.equal(w, torch.tensor([-1.0, 0.0]))
+    w = server.step(w, torch.tensor([0.0, 2.0]))  # V = [0.5, 1]
+    assert torch.equal(w, torch.tensor([-1.5, -1.0]))
+    hb = ServerOptimizer(lr=1.0, momentum=0.5, style="heavy_ball")
+    assert torch.equal(hb.step(torch.zeros(1), torch.ones(1)), -torch.ones(1))
+
+
+def test_local_momentum_is_the_thesis_mgd_average(small_fed):
+    train, clients, _ = small_fed
+    model = mlp()
+    start = get_flat(model)
+    opt = LocalSGD(epochs=1, batch_size=40, momentum=0.5, dampening=0.5)  # one batch per epoch: one step
+    update, _ = LocalTrainer(model).train(start, train.x, train.y, clients[0], lr=0.2, opt=opt,
+                                          generator=make_generator(0, "x"))
+    plain, _ = LocalTrainer(mlp()).train(start, train.x, train.y, clients[0], lr=0.2,
+                                         opt=LocalSGD(epochs=1, batch_size=40), generator=make_generator(0, "x"))
+    assert torch.allclose(update, 0.5 * plain, atol=1e-7)  # v1 = (1 - beta) g with v0 = 0
+
+
+def test_thesis_learning_rate_schedule():
+    c = cfg(lr=0.1, lr_decay=0.96, lr_decay_rounds=20)
+    assert c.lr_at(0) == 0.1 and c.lr_at(5) == pytest.approx(0.1 * 0.96**5)
+    assert c.lr_at(25) == c.lr_at(20) == pytest.approx(0.0442, abs=1e-4)
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: FLConfig(rounds=0, clients_per_round=1), "rounds"),
+    (lambda: FLConfig(rounds=1, clients_per_round=1, lr=-1), "lr"),
+    (lambda: FLConfig(rounds=1, clients_per_round=1, weighting="size"), "weighting"),
+    (lambda: LocalSGD(batch_size=0), "batch_size"),
+    (lambda: LocalSGD(momentum=1.0), "momentum"),
+    (lambda: ServerOptimizer(momentum=1.0), "momentum"),
+    (lambda: TopK(2.0), "rate"),
+    (lambda: CentralGaussian(1.0, bound="max"), "bound"),
+    (lambda: GaussianNoise(-1.0), "noise_multiplier"),
+])
+def test_bad_configuration_names_the_parameter(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_bad_runs_are_refused(small_fed):
+    with pytest.raises(ValueError, match="clients_per_round"):
+        run(small_fed, cfg(clients_per_round=13))
+    with pytest.raises(ValueError, match="clipping transform"):
+        run(small_fed, cfg(), Algorithm(transforms=[GaussianNoise(1.0)]))
+    with pytest.raises(ValueError, match="history"):
+        run(small_fed, cfg(), history="all")

@@ -1,0 +1,35 @@
+import pytest
+import torch
+
+from fedlib.models import MODELS, build_model, num_parameters, register_model
+from fedlib.rng import make_generator
+
+
+def test_thesis_mlp_has_199210_parameters():
+    assert num_parameters(build_model("mlp", generator=make_generator(0))) == 199_210
+
+
+@pytest.mark.parametrize("name,shape", [("mlp", (4, 1, 28, 28)), ("cnn_mnist", (4, 1, 28, 28)),
+                                        ("cnn_cifar", (4, 3, 32, 32))])
+def test_forward_shapes(name, shape):
+    model = build_model(name, generator=make_generator(0))
+    assert model(torch.zeros(shape)).shape == (4, 10)
+
+
+def test_init_is_deterministic_and_seeded():
+    a, b, c = (build_model("mlp", generator=make_generator(s)) for s in (1, 1, 2))
+    pa, pb, pc = (torch.cat([p.flatten() for p in m.parameters()]) for m in (a, b, c))
+    assert torch.equal(pa, pb) and not torch.equal(pa, pc)
+
+
+def test_init_follows_pytorch_default_bounds():
+    model = build_model("mlp", generator=make_generator(0))
+    w = model[1].weight.detach()
+    assert float(w.abs().max()) <= 1 / 784**0.5 and float(w.abs().max()) > 0.9 / 784**0.5
+
+
+def test_unknown_model_and_duplicate_registration():
+    with pytest.raises(ValueError, match="model must be one of"):
+        build_model("resnet9000", generator=make_generator(0))
+    with pytest.raises(ValueError, match="already registered"):
+        register_model("mlp")(MODELS["mlp"])

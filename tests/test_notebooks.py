@@ -1,0 +1,43 @@
+"""Every chapter notebook executed by papermill in quick mode; its claims hold; the book builds with -W."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fedlib.results import load_results
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_chapter_runs_and_its_claims_hold(nb, executed_book):
+    assert executed_book["errors"][nb.stem] is None, executed_book["errors"][nb.stem]
+    results = load_results(nb.stem, "quick", executed_book["results"])
+    assert results.claims, "a chapter must check at least one of the paper's claims"
+    failed = [f"{c['id']}: {c['evidence']}" for c in results.claims if not c["holds"]]
+    assert not failed, failed
+    for table in results.tables.values():
+        assert table["rows"] and any("ours" in row for row in table["rows"])
+
+
+def test_committed_notebooks_are_clean_and_parametrised():
+    for nb in NOTEBOOKS:
+        cells = json.loads(nb.read_text())["cells"]
+        assert not any(c.get("outputs") for c in cells if c["cell_type"] == "code"), f"{nb.name} has outputs"
+        assert any("parameters" in c.get("metadata", {}).get("tags", []) for c in cells), nb.name
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(1800)
+def test_book_builds_without_warnings(executed_book):
+    build = executed_book["build"]
+    assert build is not None, "a chapter failed to execute, so the book was not built"
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    html = ROOT / "_build" / "html"
+    page = (html / "notebooks" / "foundations.html").read_text()
+    assert "Traceback" not in page and "PapermillExecutionError" not in page
+    assert list((html / "_images").glob("*.png")), "the executed chapters' figures are missing"

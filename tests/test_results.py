@@ -1,0 +1,31 @@
+import json
+import math
+
+import pytest
+
+from fedlib.results import Results, claims_markdown, load_results, table_markdown
+
+
+def test_roundtrip_and_schema(tmp_path):
+    res = Results("foundations", "quick", 3, {"rounds": 2})
+    res.add_table("T1", "a table", [{"setting": "a", "paper": 0.97, "ours": 0.95}, {"setting": "b", "ours": math.nan}])
+    res.add_claim("c1", "it works", True, "0.95 >= 0.9")
+    res.add_series("acc", [1, 2], [0.5, 0.7])
+    path = res.save(tmp_path)
+    assert path == tmp_path / "quick" / "foundations.json"
+    raw = json.loads(path.read_text())
+    assert set(raw) >= {"chapter", "mode", "seed", "config", "elapsed_s", "tables", "claims"}
+    assert raw["tables"]["T1"]["rows"][1]["ours"] is None  # NaN is stored as null, valid JSON
+    back = load_results("foundations", "quick", tmp_path)
+    assert back.claim("c1")["holds"] is True and back.series["acc"]["y"] == [0.5, 0.7]
+    assert "| a | 0.97 | 0.95 |" in table_markdown(back, "T1")
+    assert "holds" in claims_markdown(back)
+
+
+def test_bad_chapter_mode_and_missing_file(tmp_path):
+    with pytest.raises(ValueError, match="chapter"):
+        Results("chapter9", "quick", 0, {})
+    with pytest.raises(ValueError, match="mode"):
+        Results("foundations", "medium", 0, {})
+    with pytest.raises(FileNotFoundError, match="python -m fedlib run foundations"):
+        load_results("foundations", "full", tmp_path)
