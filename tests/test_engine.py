@@ -201,3 +201,20 @@ def test_bad_runs_are_refused(small_fed):
         run(small_fed, cfg(), Algorithm(transforms=[GaussianNoise(1.0)]))
     with pytest.raises(ValueError, match="history"):
         run(small_fed, cfg(), history="all")
+
+
+def test_numbers_do_not_depend_on_the_number_of_workers(small_fed):
+    train, clients, test = small_fed
+    outs = [run_federated(mlp(), train, clients, test, cfg(), stateful_algorithm(), workers=w) for w in (1, 2, 3)]
+    assert all(torch.equal(outs[0].params, o.params) for o in outs[1:])
+    with pytest.raises(ValueError, match="workers"):
+        run_federated(mlp(), train, clients, test, cfg(), workers=0)
+
+
+def test_autograd_path_with_a_penalty_trains(small_fed):
+    train, clients, test = small_fed
+    prox = Algorithm(penalty=lambda p, a: 0.5 * sum((x - y).pow(2).sum() for x, y in zip(p, a)))
+    out = run_federated(mlp(), train, clients, test, cfg(), prox)
+    plain = run(small_fed, cfg())
+    assert not torch.equal(out.params, plain.params)
+    assert out.final_accuracy > 0.3

@@ -106,13 +106,13 @@ def _load_raw(name: str, train: bool, root: str, download: bool | None) -> tuple
     cls = _torchvision_class(name)
     try:
         ds = cls(root, train=train, download=False)
-    except RuntimeError as first:
+    except RuntimeError:
         if download is False:
-            raise DatasetNotFoundError(_missing_message(name, Path(root), "download=False")) from first
+            raise DatasetNotFoundError(_missing_message(name, Path(root), "download=False")) from None
         try:
             ds = cls(root, train=train, download=True)
         except Exception as err:  # no network, DNS failure, HTTP error, ...
-            raise DatasetNotFoundError(_missing_message(name, Path(root), f"{type(err).__name__}: {err}")) from err
+            raise DatasetNotFoundError(_missing_message(name, Path(root), f"{type(err).__name__}: {err}")) from None
     data = ds.data
     x = torch.from_numpy(np.asarray(data)) if not isinstance(data, Tensor) else data
     if x.ndim == 3:  # MNIST-like (N, H, W)

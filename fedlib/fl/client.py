@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from fedlib.fl.backprop import mlp_cross_entropy_grads, mlp_linears
 from fedlib.fl.params import get_flat, set_flat
 
 #: loss(logits, labels) -> scalar; default categorical cross-entropy (thesis eq. 2.5).
@@ -52,13 +53,28 @@ class LocalSGD:
 
 
 class LocalTrainer:
-    """Trains any client on one persistent ``model``."""
+    """Trains any client on one persistent ``model``.
+
+    MLPs trained on the default cross-entropy use the explicit back-propagation of thesis eqs. 2.6-2.10
+    (:mod:`fedlib.fl.backprop`); everything else uses autograd.
+    """
 
     def __init__(self, model: nn.Module, loss: Loss | None = None, penalty: Penalty | None = None) -> None:
         self.model = model
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.loss = loss or F.cross_entropy
         self.penalty = penalty
+        plain = loss is None and penalty is None and len(self.params) == len(list(model.parameters()))
+        self.linears = mlp_linears(model) if plain else None
+
+    def gradients(self, x: Tensor, y: Tensor, anchor: list[Tensor] | None) -> tuple[list[Tensor], Tensor]:
+        """Gradients of the local objective on one batch, and its value."""
+        if self.linears is not None:
+            return mlp_cross_entropy_grads(self.linears, x, y)
+        loss = self.loss(self.model(x), y)
+        if self.penalty is not None:
+            loss = loss + self.penalty(self.params, anchor)
+        return list(torch.autograd.grad(loss, self.params)), loss.detach()
 
     def train(self, start: Tensor, x: Tensor, y: Tensor, indices: Tensor, *, lr: float, opt: LocalSGD,
               generator: torch.Generator) -> tuple[Tensor, float]:
@@ -77,20 +93,18 @@ class LocalTrainer:
         last_loss = 0.0
         for _ in range(opt.epochs):
             order = indices[torch.randperm(n, generator=generator)]
+            xs, ys = x[order], y[order]  # one gather per epoch; batches are contiguous slices
             total = torch.zeros(())
             for s in range(steps):
-                batch = order[s * opt.batch_size:(s + 1) * opt.batch_size]
-                loss = self.loss(self.model(x[batch]), y[batch])
-                if self.penalty is not None:
-                    loss = loss + self.penalty(params, anchor)
-                grads = torch.autograd.grad(loss, params)
+                batch = slice(s * opt.batch_size, (s + 1) * opt.batch_size)
+                grads, loss = self.gradients(xs[batch], ys[batch], anchor)
                 with torch.no_grad():
                     if bufs is not None:
                         torch._foreach_mul_(bufs, opt.momentum)
                         torch._foreach_add_(bufs, grads, alpha=1.0 - opt.dampening)
                         grads = bufs
                     torch._foreach_add_(params, grads, alpha=-lr)
-                total += loss.detach()
+                total += loss
             last_loss = float(total) / steps
         return start - get_flat(self.model), last_loss
 

@@ -1,0 +1,1 @@
+"""Speed measured side by side and printed as ratios; never asserted in tests. Run: ``python -m benchmarks``."""

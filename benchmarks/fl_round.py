@@ -1,0 +1,65 @@
+"""One 50-client FedAvg round (MNIST, MLP 784-200-200-10, E = 1, B = 50): fedlib vs the seed-style loop.
+
+Both run the same rounds from the same W^0 with the same client sampling and batch orders; their final
+models must agree before any time is printed. Reports seconds per round, the ratio, and the share of
+this machine's measured GEMM peak (training FLOPs counted as 3 x forward FLOPs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import torch
+
+from benchmarks.seed_style import seed_style_fedavg
+from fedlib.experiments.common import fresh_model, make_federation
+from fedlib.fl import FLConfig, LocalSGD, run_federated
+
+ROUNDS, CLIENTS, PER_ROUND, EPOCHS, BATCH, LR = 5, 100, 50, 1, 50, 0.1
+
+
+def gemm_peak_gflops(n: int = 2000, repeats: int = 10) -> float:
+    """Best-of-``repeats`` float32 n x n matrix product rate at the current thread count."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    for _ in range(3):
+        a @ b
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t)
+    return 2 * n**3 / best / 1e9
+
+
+def mlp_round_gflop(samples: int, sizes=(784, 200, 200, 10)) -> float:
+    """Training FLOPs of ``samples`` MLP samples: 3 x (2 x multiply-adds of the forward pass)."""
+    forward = 2 * sum(a * b for a, b in zip(sizes, sizes[1:]))
+    return 3 * forward * samples / 1e9
+
+
+def run() -> list[dict]:
+    fed = make_federation("mnist", "iid", CLIENTS, seed=0)
+    config = FLConfig(rounds=ROUNDS, clients_per_round=PER_ROUND, local=LocalSGD(EPOCHS, BATCH), lr=LR, seed=0)
+    kwargs = dict(rounds=ROUNDS, clients_per_round=PER_ROUND, epochs=EPOCHS, batch_size=BATCH, lr=LR, seed=0)
+
+    run_federated(fresh_model("mlp", 0), fed.train, fed.clients, None, dataclasses.replace(config, rounds=1))  # warm-up
+    began = time.perf_counter()
+    ours = run_federated(fresh_model("mlp", 0), fed.train, fed.clients, None, config).params
+    t_ours = (time.perf_counter() - began) / ROUNDS
+    began = time.perf_counter()
+    ref = seed_style_fedavg(fresh_model("mlp", 0), fed.train, fed.clients, **kwargs)
+    t_ref = (time.perf_counter() - began) / ROUNDS
+    diff = float((ours - ref).abs().max())
+    if diff > 1e-4:
+        raise AssertionError(f"fedlib and the seed-style loop disagree (max |diff| {diff:.2e}); no timing printed")
+
+    peak = gemm_peak_gflops()
+    samples = sum(len(fed.clients[0]) for _ in range(PER_ROUND)) * EPOCHS
+    gflop = mlp_round_gflop(samples)
+    return [
+        {"row": "FL round, seed-style loop", "s_per_round": t_ref, "ratio": 1.0, "peak_pct": 100 * gflop / t_ref / peak},
+        {"row": "FL round, fedlib engine", "s_per_round": t_ours, "ratio": t_ref / t_ours,
+         "peak_pct": 100 * gflop / t_ours / peak, "max_abs_diff": diff},
+        {"row": "GEMM peak (2000^2 float32)", "gflops": peak},
+    ]
