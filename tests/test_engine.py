@@ -218,3 +218,8 @@ def test_autograd_path_with_a_penalty_trains(small_fed):
     plain = run(small_fed, cfg())
     assert not torch.equal(out.params, plain.params)
     assert out.final_accuracy > 0.3
+
+
+def test_divergence_stops_training_with_a_flag(small_fed):
+    out = run(small_fed, cfg(rounds=5, lr=1e6))
+    assert out.diverged and out.rounds_completed < 5 and out.metrics[-1]["diverged"] == 1.0

@@ -5,8 +5,10 @@ from fedlib.models import MODELS, build_model, num_parameters, register_model
 from fedlib.rng import make_generator
 
 
-def test_thesis_mlp_has_199210_parameters():
+def test_parameter_counts_of_the_thesis_models():  # spec card ch3 §9 check 22
     assert num_parameters(build_model("mlp", generator=make_generator(0))) == 199_210
+    assert num_parameters(build_model("cnn_mnist", generator=make_generator(0))) == 83_466
+    assert num_parameters(build_model("cnn_cifar", generator=make_generator(0))) == 94_666
 
 
 @pytest.mark.parametrize("name,shape", [("mlp", (4, 1, 28, 28)), ("cnn_mnist", (4, 1, 28, 28)),

@@ -4,6 +4,7 @@ from fedlib.data.datasets import DATASETS, DatasetNotFoundError, Split, data_roo
 from fedlib.data.partition import (
     PARTITIONERS,
     class_per_client,
+    class_shards,
     dirichlet,
     iid,
     partition,
@@ -14,5 +15,5 @@ from fedlib.data.partition import (
 
 __all__ = [
     "DATASETS", "DatasetNotFoundError", "Split", "data_root", "load_dataset",
-    "PARTITIONERS", "class_per_client", "dirichlet", "iid", "partition", "repeated", "shards", "unequal",
+    "PARTITIONERS", "class_per_client", "class_shards", "dirichlet", "iid", "partition", "repeated", "shards", "unequal",
 ]

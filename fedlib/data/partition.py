@@ -48,6 +48,56 @@ def shards(labels: Tensor, num_clients: int, *, generator: torch.Generator,
     return [torch.cat([pieces[s] for s in row.tolist()]) for row in assignment]
 
 
+def class_shards(labels: Tensor, num_clients: int, *, generator: torch.Generator, shards_per_client: int = 2,
+                 distinct: bool = True, max_tries: int = 100) -> Partition:
+    """Single-label shards (thesis §3.3: "sorted by class into 200 single-label shards", 2 per client).
+
+    Every class c is cut into round(n_c / s) near-equal shards, s = N / (num_clients * shards_per_client),
+    so no shard straddles two classes (McMahan's sort-and-chunk cannot promise that when class counts
+    are not multiples of s). Shards are dealt at random; with ``distinct`` the deal is redrawn until no
+    client holds two shards of one class. For MNIST and 100 clients this gives 200 shards of 292-308.
+    """
+    n = len(labels)
+    if not isinstance(shards_per_client, int) or shards_per_client < 1:
+        raise ValueError(f"shards_per_client must be a positive int, got {shards_per_client!r}")
+    _check_clients(num_clients * shards_per_client, n)
+    size = n / (num_clients * shards_per_client)
+    pieces, owner_class = [], []
+    for c in torch.unique(labels).tolist():
+        idx = torch.nonzero(labels == c).flatten()
+        idx = idx[torch.randperm(len(idx), generator=generator)]
+        for piece in torch.tensor_split(idx, max(1, round(len(idx) / size))):
+            pieces.append(piece)
+            owner_class.append(c)
+    if len(pieces) != num_clients * shards_per_client:
+        raise ValueError(f"class sizes give {len(pieces)} single-label shards, not num_clients * shards_per_client "
+                         f"= {num_clients * shards_per_client}; use shards() instead")
+    deal = torch.randperm(len(pieces), generator=generator).view(num_clients, shards_per_client).tolist()
+    if distinct:
+        _repair_deal(deal, owner_class, generator, max_tries)
+    return [torch.cat([pieces[s] for s in row]) for row in deal]
+
+
+def _repair_deal(deal: list[list[int]], owner_class: list[int], generator: torch.Generator, max_tries: int) -> None:
+    """Swap shards between clients until no client holds two shards of one class (in place)."""
+    def clash(row: list[int]) -> bool:
+        return len({owner_class[s] for s in row}) < len(row)
+
+    for _ in range(max_tries * len(deal)):
+        bad = [i for i, row in enumerate(deal) if clash(row)]
+        if not bad:
+            return
+        i = bad[int(torch.randint(len(bad), (1,), generator=generator))]
+        j = int(torch.randint(len(deal), (1,), generator=generator))
+        a = int(torch.randint(len(deal[i]), (1,), generator=generator))
+        b = int(torch.randint(len(deal[j]), (1,), generator=generator))
+        before = clash(deal[i]) + clash(deal[j])
+        deal[i][a], deal[j][b] = deal[j][b], deal[i][a]
+        if clash(deal[i]) + clash(deal[j]) > before:
+            deal[i][a], deal[j][b] = deal[j][b], deal[i][a]  # undo a swap that adds a clash
+    raise ValueError("no deal with distinct classes per client found; pass distinct=False")
+
+
 def dirichlet(labels: Tensor, num_clients: int, *, generator: torch.Generator, alpha: float,
               min_size: int = 1, max_tries: int = 100) -> Partition:
     """Label-skewed split: for each class, client shares are drawn from Dirichlet(``alpha``).
@@ -128,7 +178,7 @@ def unequal(labels: Tensor, num_clients: int, *, generator: torch.Generator, sig
 
 
 PARTITIONERS: dict[str, Callable[..., Partition]] = {
-    "iid": iid, "shards": shards, "dirichlet": dirichlet,
+    "iid": iid, "shards": shards, "class_shards": class_shards, "dirichlet": dirichlet,
     "class_per_client": class_per_client, "unequal": unequal,
 }
 

@@ -13,6 +13,7 @@ from fedlib.fl.transforms import (
     ClipUpdate,
     GaussianNoise,
     MedianClip,
+    NormBound,
     TopK,
 )
 
@@ -20,5 +21,5 @@ __all__ = [
     "Aggregator", "CentralGaussian", "WeightedMean", "LocalSGD", "LocalTrainer", "evaluate", "Component",
     "RoundContext", "Algorithm", "FLConfig", "History", "RunResult", "run_federated", "sample_clients",
     "get_flat", "layer_slices", "set_flat", "ServerOptimizer", "ClientMessage", "ClientTransform",
-    "ClipPerLayer", "ClipUpdate", "GaussianNoise", "MedianClip", "TopK",
+    "ClipPerLayer", "ClipUpdate", "GaussianNoise", "MedianClip", "NormBound", "TopK",
 ]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import torch
+from collections.abc import Sequence
+from typing import Literal
+
 from torch import Tensor
 
 from fedlib.fl.component import Component, RoundContext
-from fedlib.privacy.accountant import PrivacyBudget, RDPAccountant
+from fedlib.privacy.accountant import DEFAULT_ORDERS, PrivacyBudget, RDPAccountant
 from fedlib.privacy.clipping import clip_rows, median_clip_rows
 from fedlib.privacy.mechanisms import gaussian_noise
 
@@ -26,32 +28,41 @@ class WeightedMean(Aggregator):
 
 
 class CentralGaussian(Aggregator):
-    """Central (client-level) DP: clip each update to S, average, add N(0, (σ S / m)²) per coordinate.
+    """Central (client-level) DP: clip each update to S, average, add Gaussian noise.
 
     DP-FedAvg of McMahan et al. (2018) and CDP-FL of Geyer et al. (thesis §2.1.5.1). ``bound="median"``
     clips at the median norm of the round's updates (thesis eq. 2.27), as Geyer et al. do; a number
-    clips at that constant. Weights are uniform (1/m): the sensitivity of the average is S/m. Each
-    round is one sampled Gaussian mechanism with q = m/M on the accountant.
+    clips at that constant. Weights are uniform (1/m). ``noise_on="sum"`` (Geyer scaling, default) adds
+    N(0, σ²S²) to the sum, i.e. std σS/m on the average, which is what the accountant's sensitivity
+    assumes; ``noise_on="average"`` is the seed's literal eq. 3.3, std σS on the average (m times more).
+    Each round is one sampled Gaussian mechanism with q = m/M on the accountant.
 
     Args:
         noise_multiplier: σ.
         bound: S, a positive constant or ``"median"``.
+        noise_on: ``"sum"`` or ``"average"``.
         budget: stop training before this (ε, δ) would be exceeded.
         delta: δ at which ε is reported when no budget is given.
+        orders: Rényi orders of the accountant.
     """
 
-    def __init__(self, noise_multiplier: float, bound: float | str = "median",
-                 budget: PrivacyBudget | None = None, delta: float = 1e-5) -> None:
+    def __init__(self, noise_multiplier: float, bound: float | str = "median", *,
+                 noise_on: Literal["sum", "average"] = "sum", budget: PrivacyBudget | None = None,
+                 delta: float = 1e-5, orders: Sequence[float] = DEFAULT_ORDERS) -> None:
         if not noise_multiplier >= 0:
             raise ValueError(f"noise_multiplier must be >= 0, got {noise_multiplier!r}")
         if not (bound == "median" or (isinstance(bound, (int, float)) and bound > 0)):
             raise ValueError(f"bound must be 'median' or a number > 0, got {bound!r}")
+        if noise_on not in ("sum", "average"):
+            raise ValueError(f"noise_on must be 'sum' or 'average', got {noise_on!r}")
         self.noise_multiplier = float(noise_multiplier)
         self.bound = bound
+        self.noise_on = noise_on
         self.budget = budget
         self.report = budget or PrivacyBudget(1.0, delta)
-        self.accountant = RDPAccountant()
+        self.orders = tuple(orders)
         self.last_bound = float("nan")
+        self.reset()
 
     def __call__(self, updates: Tensor, weights: Tensor, ctx: RoundContext) -> Tensor:
         if self.bound == "median":
@@ -60,7 +71,7 @@ class CentralGaussian(Aggregator):
             bound = float(self.bound)
             clipped = clip_rows(updates, bound)
         self.last_bound = bound
-        m = updates.shape[0]
+        m = updates.shape[0] if self.noise_on == "sum" else 1
         noise = gaussian_noise((updates.shape[1],), self.noise_multiplier * bound / m,
                                generator=ctx.generator("cdp_noise"), dtype=updates.dtype)
         if self.noise_multiplier > 0:
@@ -79,7 +90,7 @@ class CentralGaussian(Aggregator):
                 "epsilon_cdp": self.accountant.get_epsilon(self.report.delta, self.report.conversion)}
 
     def reset(self) -> None:
-        self.accountant = RDPAccountant()
+        self.accountant = RDPAccountant(self.orders)
 
     def state_dict(self) -> dict:
         return self.accountant.state_dict()

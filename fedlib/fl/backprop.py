@@ -29,35 +29,76 @@ def mlp_linears(model: nn.Module) -> list[nn.Linear] | None:
     return [layer for layer in layers if isinstance(layer, nn.Linear)]
 
 
+def _forward(linears: list[nn.Linear], x: Tensor) -> tuple[list[Tensor], list[Tensor]]:
+    """Layer inputs a_0..a_{K-1} and pre-activations z_1..z_K (eqs. 2.1-2.2)."""
+    inputs, pre = [x.reshape(x.shape[0], -1)], []
+    for k, layer in enumerate(linears):
+        z = torch.addmm(layer.bias, inputs[-1], layer.weight.t())
+        pre.append(z)
+        if k < len(linears) - 1:
+            inputs.append(torch.relu(z))
+    return inputs, pre
+
+
+def _deltas(linears: list[nn.Linear], pre: list[Tensor], y: Tensor) -> tuple[list[Tensor], Tensor]:
+    """Per-sample dℓ_j/dz_k for every layer (rows = samples) and the per-sample losses ℓ_j (eqs. 2.4-2.7, 2.10)."""
+    log_p = torch.log_softmax(pre[-1], dim=1)
+    rows = torch.arange(len(y))
+    losses = -log_p[rows, y]
+    dz = log_p.exp_()
+    dz[rows, y] -= 1.0  # dz_K = a_K − Y (2.6)
+    deltas = [dz]
+    for k in range(len(linears) - 1, 0, -1):
+        dz = dz.mm(linears[k].weight).mul_(pre[k - 1] > 0)  # da_{k-1} = dz_k w_k (2.10), × g'(z) (2.7)
+        deltas.append(dz)
+    deltas.reverse()
+    return deltas, losses
+
+
 @torch.no_grad()
 def mlp_cross_entropy_grads(linears: list[nn.Linear], x: Tensor, y: Tensor) -> tuple[list[Tensor], Tensor]:
     """Gradients of the mean cross-entropy of an MLP, in ``parameters()`` order (w_1, b_1, w_2, ...).
 
     Forward: z_k = a_{k-1} w_k^T + b_k (2.1), a_k = ReLU(z_k) (2.2), softmax output (2.4), cross-entropy
     (2.5). Backward: dz_K = a_K − Y (2.6); dw_k = (1/n') dz_k^T a_{k−1} (2.8); db_k = (1/n') Σ_j dz_k^j
-    (2.9); da_{k−1} = dz_k w_k (2.10); dz_k = da_k × g'(z_k) (2.7). The 1/n' is applied once, to dz_K.
+    (2.9); da_{k−1} = dz_k w_k (2.10); dz_k = da_k × g'(z_k) (2.7).
 
     Returns:
         The gradients and the loss (0-d tensor).
     """
-    a = x.reshape(x.shape[0], -1)
-    inputs, pre = [a], []
-    for k, layer in enumerate(linears):
-        z = torch.addmm(layer.bias, inputs[-1], layer.weight.t())
-        pre.append(z)
-        if k < len(linears) - 1:
-            inputs.append(torch.relu(z))
-    log_p = torch.log_softmax(pre[-1], dim=1)
-    rows = torch.arange(len(y))
-    loss = -log_p[rows, y].mean()
-    dz = log_p.exp_()
-    dz[rows, y] -= 1.0
-    dz.div_(len(y))
+    inputs, pre = _forward(linears, x)
+    deltas, losses = _deltas(linears, pre, y)
     grads: list[Tensor] = []
-    for k in range(len(linears) - 1, -1, -1):
-        grads.append(dz.sum(0))
-        grads.append(dz.t().mm(inputs[k]))
-        if k > 0:
-            dz = dz.mm(linears[k].weight).mul_(pre[k - 1] > 0)
-    grads.reverse()
-    return grads, loss
+    for dz, a in zip(deltas, inputs):
+        dz = dz / len(y)
+        grads += [dz.t().mm(a), dz.sum(0)]
+    return grads, losses.mean()
+
+
+@torch.no_grad()
+def mlp_clipped_gradient_sum(linears: list[nn.Linear], x: Tensor, y: Tensor, clip: float
+                             ) -> tuple[list[Tensor], Tensor, Tensor]:
+    """Σ_j g_j / max(1, ‖g_j‖ / C) over the batch, per-sample gradients g_j of the cross-entropy never stored.
+
+    DP-SGD's per-example clipping (Abadi et al. 2016, Alg. 1). For a linear layer the per-sample gradient
+    is dz_j a_j^T with squared norm ‖dz_j‖² ‖a_j‖² (plus ‖dz_j‖² for the bias) — the "ghost norm" —
+    and the clipped sum is (f ⊙ dz)^T a with f_j = min(1, C / ‖g_j‖).
+
+    Returns:
+        The clipped gradient sum in ``parameters()`` order, the per-sample norms ‖g_j‖, the mean loss.
+    """
+    if not clip > 0:
+        raise ValueError(f"clip must be > 0, got {clip!r}")
+    inputs, pre = _forward(linears, x)
+    deltas, losses = _deltas(linears, pre, y)
+    sq = torch.zeros(len(y), dtype=x.dtype)
+    for dz, a in zip(deltas, inputs):
+        dz2 = dz.pow(2).sum(1)
+        sq += dz2 * (a.pow(2).sum(1) + 1.0)
+    norms = sq.sqrt()
+    factor = torch.clamp(clip / (norms + 1e-12), max=1.0)
+    grads: list[Tensor] = []
+    for dz, a in zip(deltas, inputs):
+        scaled = dz * factor[:, None]
+        grads += [scaled.t().mm(a), scaled.sum(0)]
+    return grads, norms, losses.mean()

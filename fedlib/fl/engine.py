@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +28,7 @@ from fedlib.fl.server import ServerOptimizer
 from fedlib.fl.transforms import ClientMessage, ClientTransform
 from fedlib.rng import make_generator
 
+logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class FLConfig:
@@ -111,6 +114,7 @@ class RunResult:
         history: recorded models and updates, if asked for.
         rounds_completed: rounds actually run (fewer than configured if a budget stopped training).
         elapsed_s: wall time of this call (not counting earlier calls before a resume).
+        diverged: training stopped because client updates became non-finite.
     """
 
     params: Tensor
@@ -118,6 +122,7 @@ class RunResult:
     history: History | None
     rounds_completed: int
     elapsed_s: float
+    diverged: bool = False
 
     @property
     def final_accuracy(self) -> float:
@@ -262,6 +267,7 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
         from tqdm.auto import tqdm
         rounds = tqdm(rounds, initial=start_round, total=config.rounds, desc="rounds", leave=False)
     completed = start_round
+    diverged = False
     try:
         for t in rounds:
             chosen = sample_clients(num_clients, config.clients_per_round, make_generator(config.seed, "sample", t))
@@ -278,6 +284,12 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
                     transform(msg, ctx)
                 uploads[j] = msg.update
                 train_loss += loss / len(chosen)
+            if not bool(torch.isfinite(uploads).all()):
+                diverged = True  # local training blew up: report it and stop instead of aggregating NaNs
+                logger.warning("round %d: non-finite client updates; training stopped (diverged)", t)
+                acc, test_loss = evaluate(model, params, test.x, test.y) if test is not None else (math.nan, math.nan)
+                metrics.append({"round": t + 1, "accuracy": acc, "loss": test_loss, "diverged": 1.0})
+                break
             if config.weighting == "samples":
                 weights = sizes[list(chosen)] / sizes[list(chosen)].sum()
             else:
@@ -307,4 +319,4 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
         pool.close()
     if record is not None:
         record.models.append(params.clone())
-    return RunResult(params, metrics, record, completed, time.perf_counter() - began)
+    return RunResult(params, metrics, record, completed, time.perf_counter() - began, diverged)

@@ -6,6 +6,7 @@ clipping step guarantees (flat or per layer), and the indices kept by sparsifica
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -13,7 +14,7 @@ import torch
 from torch import Tensor
 
 from fedlib.fl.component import Component, RoundContext
-from fedlib.privacy.accountant import ClientLedger, PrivacyBudget, RDPAccountant
+from fedlib.privacy.accountant import DEFAULT_ORDERS, ClientLedger, PrivacyBudget, RDPAccountant
 from fedlib.privacy.clipping import RunningMedian, clip_by_norm, clip_per_layer, layer_norms
 from fedlib.privacy.mechanisms import gaussian_noise
 from fedlib.privacy.sparsify import top_k
@@ -69,6 +70,18 @@ class ClipPerLayer(ClientTransform):
         msg.bound = bounds.clone()
 
 
+class NormBound(ClientTransform):
+    """Take the update's own L2 norm as its sensitivity, without clipping (LDP-FL, thesis eq. 3.2).
+
+    With ``GaussianNoise(per_sample=True)`` after it, the noise std is σ ‖D_i‖ / n_i (eq. 3.1). The
+    bound is data-dependent, so this is *not* a valid DP sensitivity; it is implemented because it is
+    what the thesis studies.
+    """
+
+    def __call__(self, msg: ClientMessage, ctx: RoundContext) -> None:
+        msg.bound = torch.linalg.vector_norm(msg.update)
+
+
 class MedianClip(ClientTransform):
     """Clip at the client's running median of its own update norms (thesis §2.1.5 C_i; eq. 3.8 per layer).
 
@@ -105,44 +118,66 @@ class TopK(ClientTransform):
         if not 0 < rate <= 1:
             raise ValueError(f"rate must be in (0, 1], got {rate!r}")
         self.rate = rate
+        self.reset()
 
     def __call__(self, msg: ClientMessage, ctx: RoundContext) -> None:
         msg.update, msg.kept = top_k(msg.update, self.rate)
+        self.kept, self.size = msg.kept.numel(), msg.update.numel()
+
+    def metrics(self) -> dict[str, float]:
+        """Entries uploaded per client (values and their indices) as a fraction of a dense upload."""
+        return {"uploaded_values": float(self.kept), "upload_fraction": 2 * self.kept / self.size}
+
+    def reset(self) -> None:
+        self.kept, self.size = 0, 1
 
 
 class GaussianNoise(ClientTransform):
     """Local DP: add N(0, (σ S)²) to each coordinate before upload (thesis §2.1.5.2, LDP-FL).
 
-    S is the L2 sensitivity left by the preceding clipping transform (per layer if it clipped per
-    layer), optionally divided by the client's sample count n_i (``per_sample=True``, the thesis's
-    S_i = C_i / n_i, eq. 3.9). With ``support="kept"`` noise goes only on entries kept by
-    :class:`TopK`. Every noised upload is one Gaussian mechanism (q = 1) on the client's ledger.
+    S is the L2 sensitivity left by the preceding transform (:class:`ClipUpdate`, :class:`MedianClip`,
+    :class:`NormBound`; per layer if it worked per layer), optionally divided by the client's sample
+    count n_i (``per_sample=True``: the thesis's S_i = C_i / n_i, eqs. 3.2 and 3.9). With
+    ``support="kept"`` noise goes only on the entries kept by :class:`TopK`.
+
+    Accounting: ``"per_client"`` gives every client a ledger on which each noised upload is one Gaussian
+    mechanism (q = 1). ``"global"`` is the thesis's convention (spec §3.P): one accountant on which every
+    participating client is one sampled Gaussian mechanism with q = 1/M; it reproduces the thesis's
+    round counts (e.g. 52 rounds at σ = 8, 100 clients, (0.5, 1e-6) with the moments accountant).
 
     Args:
         noise_multiplier: σ.
         per_sample: divide the sensitivity by n_i.
         support: ``"all"`` coordinates or only the ``"kept"`` ones.
-        budget: stop training before any sampled client would exceed it.
+        accounting: ``"per_client"`` or ``"global"``.
+        budget: stop training before the next round would exceed it.
         delta: δ at which ε is reported when no budget is given.
+        orders: Rényi orders of the accountants.
     """
 
     def __init__(self, noise_multiplier: float, *, per_sample: bool = False,
-                 support: Literal["all", "kept"] = "all", budget: PrivacyBudget | None = None,
-                 delta: float = 1e-5) -> None:
+                 support: Literal["all", "kept"] = "all", accounting: Literal["per_client", "global"] = "per_client",
+                 budget: PrivacyBudget | None = None, delta: float = 1e-5,
+                 orders: Sequence[float] = DEFAULT_ORDERS) -> None:
         if not noise_multiplier >= 0:
             raise ValueError(f"noise_multiplier must be >= 0, got {noise_multiplier!r}")
         if support not in ("all", "kept"):
             raise ValueError(f"support must be 'all' or 'kept', got {support!r}")
+        if accounting not in ("per_client", "global"):
+            raise ValueError(f"accounting must be 'per_client' or 'global', got {accounting!r}")
         self.noise_multiplier = float(noise_multiplier)
         self.per_sample = per_sample
         self.support = support
+        self.accounting = accounting
         self.budget = budget
         self.report = budget or PrivacyBudget(1.0, delta)
-        self.ledger = ClientLedger()
+        self.orders = tuple(orders)
+        self.reset()
 
     def __call__(self, msg: ClientMessage, ctx: RoundContext) -> None:
         if msg.bound is None:
-            raise ValueError("GaussianNoise needs a clipping transform before it (the sensitivity is unknown)")
+            raise ValueError("GaussianNoise needs a clipping transform (or NormBound) before it: "
+                             "the sensitivity is unknown")
         scale = msg.bound.to(msg.update.dtype) * self.noise_multiplier
         if self.per_sample:
             scale = scale / msg.num_samples
@@ -160,26 +195,38 @@ class GaussianNoise(ClientTransform):
             noise[~mask] = 0.0
         msg.update = msg.update + noise
         if self.noise_multiplier > 0:
-            self.ledger.step(msg.client, noise_multiplier=self.noise_multiplier)
+            if self.accounting == "global":
+                self.accountant.step(noise_multiplier=self.noise_multiplier, sample_rate=1.0 / ctx.num_clients)
+            else:
+                self.ledger.step(msg.client, noise_multiplier=self.noise_multiplier)
 
     def allows_round(self, ctx: RoundContext) -> bool:
         if self.budget is None or self.noise_multiplier == 0:
             return True
+        if self.accounting == "global":
+            return not self.accountant.would_exceed(self.budget, noise_multiplier=self.noise_multiplier,
+                                                    sample_rate=1.0 / ctx.num_clients,
+                                                    steps=len(ctx.participants))
         for c in ctx.participants:
-            acc = self.ledger.accountants.get(c) or RDPAccountant(self.ledger.orders)
-            if acc.would_exceed(self.budget, noise_multiplier=self.noise_multiplier,
-                                                    sample_rate=1.0):
+            acc = self.ledger.accountants.get(c) or RDPAccountant(self.orders)
+            if acc.would_exceed(self.budget, noise_multiplier=self.noise_multiplier, sample_rate=1.0):
                 return False
         return True
 
     def metrics(self) -> dict[str, float]:
-        return {"epsilon_ldp": self.ledger.max_epsilon(self.report.delta, self.report.conversion)}
+        if self.accounting == "global":
+            eps = self.accountant.get_epsilon(self.report.delta, self.report.conversion)
+        else:
+            eps = self.ledger.max_epsilon(self.report.delta, self.report.conversion)
+        return {"epsilon_ldp": eps}
 
     def reset(self) -> None:
-        self.ledger = ClientLedger()
+        self.ledger = ClientLedger(self.orders)
+        self.accountant = RDPAccountant(self.orders)
 
     def state_dict(self) -> dict:
-        return self.ledger.state_dict()
+        return {"ledger": self.ledger.state_dict(), "accountant": self.accountant.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
-        self.ledger.load_state_dict(state)
+        self.ledger.load_state_dict(state["ledger"])
+        self.accountant.load_state_dict(state["accountant"])
