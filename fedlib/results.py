@@ -14,6 +14,7 @@ The notebook, the reproduction report and the tests all read this one file.
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import os
@@ -140,3 +141,25 @@ def claims_markdown(results: Results) -> str:
     for c in results.claims:
         lines.append(f"| {c['text']} | {'holds' if c['holds'] else 'does not hold'} | {c['evidence']} |")
     return "\n".join(lines)
+
+
+def _html_table(caption: str, columns: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r) + "</tr>" for r in rows)
+    return (f'<table class="table"><caption>{html.escape(caption)}</caption><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table>")
+
+
+def table_html(results: Results, table_id: str) -> str:
+    """A results table as HTML (renders the same in the book, JupyterLab and Colab)."""
+    table = results.tables[table_id]
+    columns = list(dict.fromkeys(k for r in table["rows"] for k in r))
+    return _html_table(f"{table_id}: {table['title']}", columns,
+                       [[_fmt(r.get(c)) for c in columns] for r in table["rows"]])
+
+
+def claims_html(results: Results) -> str:
+    """The claims with their verdicts as an HTML table."""
+    return _html_table("The paper's claims checked on this run", ["claim", "verdict", "evidence"],
+                       [[c["text"], "holds" if c["holds"] else "does not hold", c["evidence"]]
+                        for c in results.claims])

@@ -40,4 +40,5 @@ def test_book_builds_without_warnings(executed_book):
     html = ROOT / "_build" / "html"
     page = (html / "notebooks" / "foundations.html").read_text()
     assert "Traceback" not in page and "PapermillExecutionError" not in page
+    assert page.count("<table") >= 5, "the results tables should render as HTML tables"
     assert list((html / "_images").glob("*.png")), "the executed chapters' figures are missing"

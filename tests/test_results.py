@@ -29,3 +29,14 @@ def test_bad_chapter_mode_and_missing_file(tmp_path):
         Results("foundations", "medium", 0, {})
     with pytest.raises(FileNotFoundError, match="python -m fedlib run foundations"):
         load_results("foundations", "full", tmp_path)
+
+
+def test_html_tables_escape_and_show_verdicts():
+    from fedlib.results import claims_html, table_html
+
+    res = Results("foundations", "quick", 0, {})
+    res.add_table("T", "a < b", [{"setting": "<x>", "paper": 1.0, "ours": None}])
+    res.add_claim("c", "claim & co", False, "0.1")
+    out = table_html(res, "T")
+    assert "&lt;x&gt;" in out and "<td>–</td>" in out and "a &lt; b" in out
+    assert "does not hold" in claims_html(res) and "claim &amp; co" in claims_html(res)
