@@ -1,7 +1,7 @@
 """One 50-client FedAvg round (MNIST, MLP 784-200-200-10, E = 1, B = 50): fedlib vs the seed-style loop.
 
-Both run the same rounds from the same W^0 with the same client sampling and batch orders; their final
-models must agree before any time is printed. Reports seconds per round, the ratio, and the share of
+Both run the same rounds from the same W^0 with the same client sampling and batch orders; their models
+after one round must agree to 1e-5 before any time is printed. Reports seconds per round, the ratio, and the share of
 this machine's measured GEMM peak (training FLOPs counted as 3 x forward FLOPs).
 """
 
@@ -41,18 +41,23 @@ def mlp_round_gflop(samples: int, sizes=(784, 200, 200, 10)) -> float:
 def run() -> list[dict]:
     fed = make_federation("mnist", "iid", CLIENTS, seed=0)
     config = FLConfig(rounds=ROUNDS, clients_per_round=PER_ROUND, local=LocalSGD(EPOCHS, BATCH), lr=LR, seed=0)
-    kwargs = dict(rounds=ROUNDS, clients_per_round=PER_ROUND, epochs=EPOCHS, batch_size=BATCH, lr=LR, seed=0)
+    kwargs = dict(clients_per_round=PER_ROUND, epochs=EPOCHS, batch_size=BATCH, lr=LR, seed=0)
 
-    run_federated(fresh_model("mlp", 0), fed.train, fed.clients, None, dataclasses.replace(config, rounds=1))  # warm-up
+    # Equal results first (one round; later rounds amplify float rounding through ReLU flips:
+    # 1e-6 after one round, 1e-4 after five), which also warms both up.
+    one = dataclasses.replace(config, rounds=1)
+    ours = run_federated(fresh_model("mlp", 0), fed.train, fed.clients, None, one).params
+    ref = seed_style_fedavg(fresh_model("mlp", 0), fed.train, fed.clients, rounds=1, **kwargs)
+    diff = float((ours - ref).abs().max())
+    if diff > 1e-5:
+        raise AssertionError(f"fedlib and the seed-style loop disagree (max |diff| {diff:.2e}); no timing printed")
+
     began = time.perf_counter()
-    ours = run_federated(fresh_model("mlp", 0), fed.train, fed.clients, None, config).params
+    run_federated(fresh_model("mlp", 0), fed.train, fed.clients, None, config)
     t_ours = (time.perf_counter() - began) / ROUNDS
     began = time.perf_counter()
-    ref = seed_style_fedavg(fresh_model("mlp", 0), fed.train, fed.clients, **kwargs)
+    seed_style_fedavg(fresh_model("mlp", 0), fed.train, fed.clients, rounds=ROUNDS, **kwargs)
     t_ref = (time.perf_counter() - began) / ROUNDS
-    diff = float((ours - ref).abs().max())
-    if diff > 1e-4:
-        raise AssertionError(f"fedlib and the seed-style loop disagree (max |diff| {diff:.2e}); no timing printed")
 
     peak = gemm_peak_gflops()
     samples = sum(len(fed.clients[0]) for _ in range(PER_ROUND)) * EPOCHS

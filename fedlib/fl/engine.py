@@ -185,6 +185,21 @@ class _ClientPool:
             self.executor.shutdown()
 
 
+def _client_uploads(pool: _ClientPool, algorithm: Algorithm, params: Tensor, train: Split,
+                    clients: Sequence[Tensor], lr: float, opt: LocalSGD, ctx: RoundContext) -> tuple[Tensor, float]:
+    """Train the round's clients and run their transforms: the uploads (m, d) and the mean training loss."""
+    chosen = ctx.participants
+    uploads = torch.empty(len(chosen), params.numel(), dtype=params.dtype)
+    train_loss = 0.0
+    for j, (client, (update, loss)) in enumerate(zip(chosen, pool.train(params, train, clients, chosen, lr, opt, ctx))):
+        msg = ClientMessage(client, len(clients[client]), update)
+        for transform in algorithm.transforms:
+            transform(msg, ctx)
+        uploads[j] = msg.update
+        train_loss += loss / len(chosen)
+    return uploads, train_loss
+
+
 def _fingerprint(config: FLConfig, clients: Sequence[Tensor], num_params: int) -> dict:
     return {"config": dataclasses.asdict(config), "client_sizes": [len(c) for c in clients],
             "num_params": num_params}
@@ -275,25 +290,16 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
             if not all(comp.allows_round(ctx) for comp in algorithm.components()):
                 break
             lr = config.lr_at(t)
-            uploads = torch.empty(len(chosen), params.numel(), dtype=params.dtype)
-            train_loss = 0.0
-            trained = pool.train(params, train, clients, chosen, lr, config.local, ctx)
-            for j, (client, (update, loss)) in enumerate(zip(chosen, trained)):
-                msg = ClientMessage(client, len(clients[client]), update)
-                for transform in algorithm.transforms:
-                    transform(msg, ctx)
-                uploads[j] = msg.update
-                train_loss += loss / len(chosen)
+            uploads, train_loss = _client_uploads(pool, algorithm, params, train, clients, lr, config.local, ctx)
             if not bool(torch.isfinite(uploads).all()):
                 diverged = True  # local training blew up: report it and stop instead of aggregating NaNs
                 logger.warning("round %d: non-finite client updates; training stopped (diverged)", t)
                 acc, test_loss = evaluate(model, params, test.x, test.y) if test is not None else (math.nan, math.nan)
                 metrics.append({"round": t + 1, "accuracy": acc, "loss": test_loss, "diverged": 1.0})
                 break
-            if config.weighting == "samples":
-                weights = sizes[list(chosen)] / sizes[list(chosen)].sum()
-            else:
-                weights = torch.full((len(chosen),), 1.0 / len(chosen), dtype=torch.float64)
+            weights = sizes[list(chosen)] if config.weighting == "samples" else torch.ones(len(chosen),
+                                                                                          dtype=torch.float64)
+            weights = weights / weights.sum()
             if record is not None:
                 record.models.append(params.clone())
                 record.participants.append(chosen)
