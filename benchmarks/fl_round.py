@@ -63,7 +63,8 @@ def run() -> list[dict]:
     samples = sum(len(fed.clients[0]) for _ in range(PER_ROUND)) * EPOCHS
     gflop = mlp_round_gflop(samples)
     return [
-        {"row": "FL round, seed-style loop", "s_per_round": t_ref, "ratio": 1.0, "peak_pct": 100 * gflop / t_ref / peak},
+        {"row": "FL round, seed-style loop", "s_per_round": t_ref, "ratio": 1.0,
+         "peak_pct": 100 * gflop / t_ref / peak},
         {"row": "FL round, fedlib engine", "s_per_round": t_ours, "ratio": t_ref / t_ours,
          "peak_pct": 100 * gflop / t_ours / peak, "max_abs_diff": diff},
         {"row": "GEMM peak (2000^2 float32)", "gflops": peak},

@@ -6,9 +6,8 @@ from torch.func import functional_call, grad, vmap
 
 from fedlib.algorithms.dpfl import cdp_fl, lcdp_fl, ldp_fl, moments_budget, rounds_within_budget
 from fedlib.algorithms.dpsgd import DPSGDConfig, train_dpsgd
-from fedlib.data import class_shards, load_dataset
+from fedlib.data import class_shards
 from fedlib.fl import (
-    Algorithm,
     CentralGaussian,
     ClientMessage,
     FLConfig,
@@ -148,7 +147,13 @@ def test_lcdp_stops_when_either_budget_runs_out(small_fed):
                         lcdp_fl(2.0, 1.2, ldp_budget=ldp_budget, cdp_budget=cdp_budget))
     expected = rounds_within_budget(noise_multiplier=1.2, sample_rate=4 / 12, steps_per_round=1, budget=cdp_budget)
     assert out.rounds_completed == expected
-    assert isinstance(cdp_fl(1.0).aggregator, CentralGaussian) and isinstance(Algorithm().aggregator, object)
+
+
+def test_cdp_fl_is_geyer_et_al():  # A5: no client noise, no sparsification, no momentum; median clipping
+    algorithm = cdp_fl(1.18)
+    assert len(algorithm.transforms) == 0 and algorithm.server.momentum == 0.0
+    assert isinstance(algorithm.aggregator, CentralGaussian) and algorithm.aggregator.bound == "median"
+    assert algorithm.aggregator.noise_on == "sum" and algorithm.aggregator.orders == MOMENTS_ORDERS
 
 
 def test_check20_mnist_single_label_shards(mnist):

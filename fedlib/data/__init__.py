@@ -15,5 +15,6 @@ from fedlib.data.partition import (
 
 __all__ = [
     "DATASETS", "DatasetNotFoundError", "Split", "data_root", "load_dataset",
-    "PARTITIONERS", "class_per_client", "class_shards", "dirichlet", "iid", "partition", "repeated", "shards", "unequal",
+    "PARTITIONERS", "class_per_client", "class_shards", "dirichlet", "iid", "partition", "repeated", "shards",
+    "unequal",
 ]

@@ -127,7 +127,8 @@ def run(config: FoundationsConfig = QUICK, *, mode: str = "quick", seed: int = 0
         out = run_federated(fresh_model(cfg.model, seed), fed.train, fed.clients, fed.test,
                             _fedavg_config(cfg, seed, cfg.rounds, cfg.clients_per_round), progress=progress)
         x, y = out.series("accuracy")
-        res.add_series(f"fedavg_{method}", x, y, label=f"FedAvg, {method.upper() if method == 'iid' else '2 shards/client'}")
+        label = "FedAvg, IID" if method == "iid" else "FedAvg, 2 shards/client"
+        res.add_series(f"fedavg_{method}", x, y, label=label)
         accs[method] = out
     res.add_table("T3.3", "FedAvg on MNIST with the MLP 784-200-200-10 (paper: literature FedAvg row)", [
         {"setting": f"IID, {cfg.num_clients} clients, SR {cfg.clients_per_round / cfg.num_clients:g}",
@@ -149,7 +150,8 @@ def run(config: FoundationsConfig = QUICK, *, mode: str = "quick", seed: int = 0
         {"quantity": "clients clipped (fraction)", "paper": 0.5, "ours": float((norms > median).float().mean())},
         {"quantity": f"empirical std of N(0, (sigma C)^2), sigma={cfg.noise_multiplier}", "paper": target_std,
          "ours": float(draws.std())},
-        {"quantity": "classic Gaussian std for (0.5, 1e-5), sensitivity 1", "paper": math.sqrt(2 * math.log(1.25e5)) / 0.5,
+        {"quantity": "classic Gaussian std for (0.5, 1e-5), sensitivity 1",
+         "paper": math.sqrt(2 * math.log(1.25e5)) / 0.5,
          "ours": classic_gaussian_std(1.0, 0.5, 1e-5)},
     ])
 

@@ -19,7 +19,10 @@ def gaussian_noise(shape: torch.Size | tuple[int, ...], std: float, *, generator
 
 def laplace_noise(shape: torch.Size | tuple[int, ...], scale: float, *, generator: torch.Generator,
                   dtype: torch.dtype = torch.float32) -> Tensor:
-    """i.i.d. Lap(b) noise, density ``exp(-abs(x) / b) / (2b)``, drawn by inverse CDF (thesis §2.1.4, Laplace mechanism)."""
+    """i.i.d. Lap(b) noise, density ``exp(-abs(x) / b) / (2b)``, drawn by inverse CDF.
+
+    The Laplace mechanism of thesis §2.1.4.
+    """
     if not scale >= 0:
         raise ValueError(f"scale must be >= 0, got {scale!r}")
     u = torch.rand(shape, generator=generator, dtype=torch.float64) - 0.5
