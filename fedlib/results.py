@@ -4,11 +4,13 @@ Schema::
 
     {"chapter", "mode", "seed", "config", "elapsed_s", "environment",
      "tables": {"T3.1": {"title": str, "rows": [{column: value, ...}]}},
-     "claims": [{"id", "text", "holds", "evidence"}],
+     "claims": [{"id", "text", "holds", "expected", "evidence"}],
      "series": {"name": {"x": [...], "y": [...], "label": str}}}
 
 Rows carry the paper's number beside ours (columns ``paper`` and ``ours``); ``claims`` are the
-paper's qualitative statements checked on our numbers; ``series`` hold the curves the chapter plots.
+paper's qualitative statements checked on our numbers (``expected`` is False for a claim that our
+runs do not reproduce and the chapter says so; quick mode asserts ``holds == expected``); ``series``
+hold the curves the chapter plots.
 The notebook, the reproduction report and the tests all read this one file.
 """
 
@@ -83,9 +85,17 @@ class Results:
         """Add a table; each row should hold the paper's value (``paper``) beside ours (``ours``)."""
         self.tables[table_id] = {"title": title, "rows": _clean(rows)}
 
-    def add_claim(self, claim_id: str, text: str, holds: bool, evidence: str) -> None:
-        """Record whether one of the paper's qualitative claims holds on our numbers."""
-        self.claims.append({"id": claim_id, "text": text, "holds": bool(holds), "evidence": evidence})
+    def add_claim(self, claim_id: str, text: str, holds: bool, evidence: str, *, expected: bool = True) -> None:
+        """Record whether one of the paper's qualitative claims holds on our numbers.
+
+        ``expected=False`` marks a claim that the chapter documents as not reproduced.
+        """
+        self.claims.append({"id": claim_id, "text": text, "holds": bool(holds), "expected": bool(expected),
+                            "evidence": evidence})
+
+    def surprises(self) -> list[dict[str, Any]]:
+        """Claims whose verdict differs from the expected one (a failed claim, or an unexpected reproduction)."""
+        return [c for c in self.claims if c["holds"] != c.get("expected", True)]
 
     def add_series(self, name: str, x: list[float], y: list[float], label: str | None = None) -> None:
         """Add a curve (e.g. accuracy over rounds)."""
@@ -135,11 +145,18 @@ def table_markdown(results: Results, table_id: str) -> str:
     return "\n".join(lines)
 
 
+def verdict(claim: dict[str, Any]) -> str:
+    """'holds', 'does not hold', 'not reproduced (documented)' or 'holds, unexpectedly'."""
+    if claim.get("expected", True):
+        return "holds" if claim["holds"] else "does not hold"
+    return "holds, unexpectedly" if claim["holds"] else "not reproduced (documented)"
+
+
 def claims_markdown(results: Results) -> str:
     """The claims as a Markdown table with their verdicts."""
     lines = ["| claim | verdict | evidence |", "|---|---|---|"]
     for c in results.claims:
-        lines.append(f"| {c['text']} | {'holds' if c['holds'] else 'does not hold'} | {c['evidence']} |")
+        lines.append(f"| {c['text']} | {verdict(c)} | {c['evidence']} |")
     return "\n".join(lines)
 
 
@@ -161,5 +178,5 @@ def table_html(results: Results, table_id: str) -> str:
 def claims_html(results: Results) -> str:
     """The claims with their verdicts as an HTML table."""
     return _html_table("The paper's claims checked on this run", ["claim", "verdict", "evidence"],
-                       [[c["text"], "holds" if c["holds"] else "does not hold", c["evidence"]]
+                       [[c["text"], verdict(c), c["evidence"]]
                         for c in results.claims])

@@ -106,6 +106,21 @@ def test_check11_lcdp_server_clips_at_the_median_and_noise_is_sigma_s_over_m():
     assert float(literal.std()) == pytest.approx(1.18 * s, rel=0.02)  # the seed's eq. 3.3 as written
 
 
+
+def test_cdp_noise_placement_before_or_after_global_mgd(small_fed):
+    # eqs. 3.3 + 3.6: the noise enters V^t and is damped by (1 − β); Alg. 3.1 line 14: added to W^{t+1} in full
+    train, clients, test = small_fed
+    config = cfg(rounds=1, clients_per_round=6)
+    runs = {p: run_federated(mlp(), train, clients, test, config,
+                             lcdp_fl(0.0, 1.0, top_rate=1.0, momentum=0.5, placement=p)).params
+            for p in ("before_momentum", "after_momentum")}
+    clean = run_federated(mlp(), train, clients, test, config,
+                          lcdp_fl(0.0, 0.0, top_rate=1.0, momentum=0.5)).params
+    before, after = runs["before_momentum"] - clean, runs["after_momentum"] - clean
+    assert torch.allclose(after, -2 * before, atol=1e-6)  # same draw: W − (1−β)(G + n) vs W − (1−β)G + n
+    with pytest.raises(ValueError, match="placement"):
+        CentralGaussian(1.0, placement="after")
+
 @pytest.mark.parametrize("sigma,q,per_round,eps,delta,rounds", [
     (8.0, 0.01, 50, 0.5, 1e-6, 52),  # check 13: LDP-FL, 100 clients
     (2.0, 0.001, 220, 0.5, 1e-6, 65),  # check 14: 1000 clients (thesis: 63; card accepts 63-65)

@@ -40,3 +40,14 @@ def test_html_tables_escape_and_show_verdicts():
     out = table_html(res, "T")
     assert "&lt;x&gt;" in out and "<td>–</td>" in out and "a &lt; b" in out
     assert "does not hold" in claims_html(res) and "claim &amp; co" in claims_html(res)
+
+
+def test_documented_non_reproductions_are_not_surprises():
+    res = Results("dpfl", "quick", 0, {})
+    res.add_claim("ok", "reproduced", True, "")
+    res.add_claim("doc", "documented as not reproduced", False, "", expected=False)
+    assert res.surprises() == []
+    res.add_claim("bad", "a claim that fails", False, "")
+    res.add_claim("odd", "reproduces after all", True, "", expected=False)
+    assert [c["id"] for c in res.surprises()] == ["bad", "odd"]
+    assert "not reproduced (documented)" in claims_markdown(res) and "holds, unexpectedly" in claims_markdown(res)

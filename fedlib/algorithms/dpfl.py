@@ -41,17 +41,20 @@ def ldp_fl(noise_multiplier: float, *, top_rate: float = 0.1, momentum: float = 
 
 def lcdp_fl(ldp_noise_multiplier: float, cdp_noise_multiplier: float, *, top_rate: float = 0.1,
             momentum: float = 0.5, ldp_budget: PrivacyBudget | None = None,
-            cdp_budget: PrivacyBudget | None = None, noise_on: Literal["sum", "average"] = "sum") -> Algorithm:
+            cdp_budget: PrivacyBudget | None = None, noise_on: Literal["sum", "average"] = "sum",
+            placement: Literal["before_momentum", "after_momentum"] = "before_momentum") -> Algorithm:
     """LCDP-FL (Alg. 3.1, A4): LDP-FL's clients, then the server clips at the median received norm
     (eq. 2.27 / 3.5), averages, adds central noise and applies Global-MGD. Training stops when either
     budget would be exceeded.
 
     ``noise_on="sum"`` is Geyer et al.'s scaling (std σ_CDP S / |M^t| on the average; our correction);
-    ``"average"`` is the seed's literal eq. 3.3 (std σ_CDP S on the average).
+    ``"average"`` is the seed's literal eq. 3.3 (std σ_CDP S on the average). ``placement="before_momentum"``
+    follows eqs. 3.3, 3.6-3.7 (our default: momentum is then post-processing of the noisy average);
+    ``"after_momentum"`` follows Alg. 3.1 line 14 (noise added to the new model).
     """
     algorithm = ldp_fl(ldp_noise_multiplier, top_rate=top_rate, momentum=momentum, budget=ldp_budget)
-    algorithm.aggregator = CentralGaussian(cdp_noise_multiplier, "median", noise_on=noise_on, budget=cdp_budget,
-                                           orders=MOMENTS_ORDERS)
+    algorithm.aggregator = CentralGaussian(cdp_noise_multiplier, "median", noise_on=noise_on, placement=placement,
+                                           budget=cdp_budget, orders=MOMENTS_ORDERS)
     return algorithm
 
 

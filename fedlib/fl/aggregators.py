@@ -19,6 +19,10 @@ class Aggregator(Component):
     def __call__(self, updates: Tensor, weights: Tensor, ctx: RoundContext) -> Tensor:
         raise NotImplementedError
 
+    def after_server_step(self, params: Tensor) -> Tensor:
+        """The broadcast model given the server optimizer's output (identity unless noise is added there)."""
+        return params
+
 
 class WeightedMean(Aggregator):
     """G = Σ_i p_i ∇W_i (FedAvg; thesis §2.1.2 Step 3 with p_i = 1/m or n_i / Σ_j n_j)."""
@@ -35,19 +39,24 @@ class CentralGaussian(Aggregator):
     clips at that constant. Weights are uniform (1/m). ``noise_on="sum"`` (Geyer scaling, default) adds
     N(0, σ²S²) to the sum, i.e. std σS/m on the average, which is what the accountant's sensitivity
     assumes; ``noise_on="average"`` is the seed's literal eq. 3.3, std σS on the average (m times more).
+    ``placement="before_momentum"`` adds the noise to G^t (eq. 3.3, then 3.6-3.7: momentum is
+    post-processing); ``"after_momentum"`` adds it to the new model instead (thesis Alg. 3.1 line 14).
     Each round is one sampled Gaussian mechanism with q = m/M on the accountant.
 
     Args:
         noise_multiplier: σ.
         bound: S, a positive constant or ``"median"``.
         noise_on: ``"sum"`` or ``"average"``.
+        placement: ``"before_momentum"`` or ``"after_momentum"``.
         budget: stop training before this (ε, δ) would be exceeded.
         delta: δ at which ε is reported when no budget is given.
         orders: Rényi orders of the accountant.
     """
 
     def __init__(self, noise_multiplier: float, bound: float | str = "median", *,
-                 noise_on: Literal["sum", "average"] = "sum", budget: PrivacyBudget | None = None,
+                 noise_on: Literal["sum", "average"] = "sum",
+                 placement: Literal["before_momentum", "after_momentum"] = "before_momentum",
+                 budget: PrivacyBudget | None = None,
                  delta: float = 1e-5, orders: Sequence[float] = DEFAULT_ORDERS) -> None:
         if not noise_multiplier >= 0:
             raise ValueError(f"noise_multiplier must be >= 0, got {noise_multiplier!r}")
@@ -55,6 +64,10 @@ class CentralGaussian(Aggregator):
             raise ValueError(f"bound must be 'median' or a number > 0, got {bound!r}")
         if noise_on not in ("sum", "average"):
             raise ValueError(f"noise_on must be 'sum' or 'average', got {noise_on!r}")
+        if placement not in ("before_momentum", "after_momentum"):
+            raise ValueError(f"placement must be 'before_momentum' or 'after_momentum', got {placement!r}")
+        self.placement = placement
+        self.pending_noise: Tensor | None = None
         self.noise_multiplier = float(noise_multiplier)
         self.bound = bound
         self.noise_on = noise_on
@@ -77,7 +90,16 @@ class CentralGaussian(Aggregator):
         if self.noise_multiplier > 0:
             self.accountant.step(noise_multiplier=self.noise_multiplier,
                                  sample_rate=ctx.clients_per_round / ctx.num_clients)
+        if self.placement == "after_momentum":
+            self.pending_noise = noise
+            return clipped.mean(dim=0)
         return clipped.mean(dim=0) + noise
+
+    def after_server_step(self, params: Tensor) -> Tensor:
+        if self.pending_noise is None:
+            return params
+        noisy, self.pending_noise = params + self.pending_noise, None
+        return noisy
 
     def allows_round(self, ctx: RoundContext) -> bool:
         if self.budget is None or self.noise_multiplier == 0:

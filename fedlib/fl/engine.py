@@ -305,7 +305,8 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
                 record.participants.append(chosen)
                 if record.keep_updates:
                     record.updates.append({c: uploads[j].clone() for j, c in enumerate(chosen)})
-            params = algorithm.server.step(params, algorithm.aggregator(uploads, weights, ctx))
+            params = algorithm.aggregator.after_server_step(
+                algorithm.server.step(params, algorithm.aggregator(uploads, weights, ctx)))
             completed = t + 1
             row = None
             if test is not None and (completed % config.eval_every == 0 or completed == config.rounds):
