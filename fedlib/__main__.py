@@ -56,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--mode", choices=("quick", "full"), default="quick")
     run.add_argument("--out", default=None, help="results root (default: $FEDLIB_RESULTS or ./results)")
     run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--checkpoints", default=None,
+                     help="folder for per-run checkpoints: an interrupted chapter run resumes from them")
 
     privacy = sub.add_parser("privacy", help="DP calculator (RDP accountant of the sampled Gaussian mechanism)")
     psub = privacy.add_subparsers(dest="quantity", required=True)
@@ -91,12 +93,14 @@ def main(argv: list[str] | None = None) -> int:
 
     from fedlib.experiments import run_chapter
     from fedlib.experiments.common import set_threads
+    from fedlib.results import verdict
 
     set_threads()
-    results = run_chapter(args.chapter, args.mode, seed=args.seed, out=args.out, progress=True)
+    results = run_chapter(args.chapter, args.mode, seed=args.seed, out=args.out, progress=True,
+                          checkpoints=args.checkpoints)
     print(f"wrote {results.path(args.out)} in {results.elapsed_s:.1f} s")
     for claim in results.claims:
-        print(f"  [{'holds' if claim['holds'] else 'FAILS'}] {claim['text']}: {claim['evidence']}")
+        print(f"  [{verdict(claim)}] {claim['text']}: {claim['evidence']}")
     return 0
 
 

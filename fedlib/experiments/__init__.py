@@ -3,23 +3,33 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from pathlib import Path
 
 from fedlib.results import MODES, Results
 
 #: chapter id -> module holding QUICK, FULL and run(config, mode=, seed=, progress=)
-CHAPTER_MODULES = {"foundations": "fedlib.experiments.foundations"}
+CHAPTER_MODULES = {"foundations": "fedlib.experiments.foundations", "dpfl": "fedlib.experiments.dpfl"}
 
 
 def run_chapter(chapter: str, mode: str = "quick", *, seed: int = 0, out: str | Path | None = None,
-                progress: bool = False) -> Results:
-    """Run a chapter's experiments in ``mode`` and write ``<out>/<mode>/<chapter>.json``."""
+                progress: bool = False, checkpoints: str | Path | None = None) -> Results:
+    """Run a chapter's experiments in ``mode`` and write ``<out>/<mode>/<chapter>.json``.
+
+    ``checkpoints``: a folder where chapters that support it keep one checkpoint per training run, so an
+    interrupted chapter run resumes where it stopped (finished runs are read back, not re-trained).
+    """
     if chapter not in CHAPTER_MODULES:
         raise ValueError(f"chapter must be one of {sorted(CHAPTER_MODULES)}, got {chapter!r}")
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     module = importlib.import_module(CHAPTER_MODULES[chapter])
     config = module.QUICK if mode == "quick" else module.FULL
-    results = module.run(config, mode=mode, seed=seed, progress=progress)
+    kwargs = {}
+    if checkpoints is not None:
+        if "checkpoints" not in inspect.signature(module.run).parameters:
+            raise ValueError(f"chapter {chapter!r} does not support checkpoints")
+        kwargs["checkpoints"] = Path(checkpoints)
+    results = module.run(config, mode=mode, seed=seed, progress=progress, **kwargs)
     results.save(out)
     return results
