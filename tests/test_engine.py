@@ -213,7 +213,7 @@ def test_numbers_do_not_depend_on_the_number_of_workers(small_fed):
 
 def test_autograd_path_with_a_penalty_trains(small_fed):
     train, clients, test = small_fed
-    prox = Algorithm(penalty=lambda p, a: 0.5 * sum((x - y).pow(2).sum() for x, y in zip(p, a)))
+    prox = Algorithm(penalty=lambda p, a, n: 0.5 * sum((x - y).pow(2).sum() for x, y in zip(p, a)))
     out = run_federated(mlp(), train, clients, test, cfg(), prox)
     plain = run(small_fed, cfg())
     assert not torch.equal(out.params, plain.params)

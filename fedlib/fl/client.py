@@ -18,10 +18,16 @@ from torch import Tensor, nn
 from fedlib.fl.backprop import mlp_cross_entropy_grads, mlp_linears
 from fedlib.fl.params import get_flat, set_flat
 
-#: loss(logits, labels) -> scalar; default categorical cross-entropy (thesis eq. 2.5).
-Loss = Callable[[Tensor, Tensor], Tensor]
-#: penalty(params, start_params) -> scalar added to the loss (e.g. a proximal term).
-Penalty = Callable[[list[Tensor], list[Tensor]], Tensor]
+#: loss(logits, labels, n_i) -> scalar, n_i the client's sample count; default: categorical cross-entropy
+#: (thesis eq. 2.5), see :func:`cross_entropy`.
+Loss = Callable[[Tensor, Tensor, int], Tensor]
+#: penalty(params, start_params, n_i) -> scalar added to the loss (e.g. a proximal term).
+Penalty = Callable[[list[Tensor], list[Tensor], int], Tensor]
+
+
+def cross_entropy(logits: Tensor, labels: Tensor, num_samples: int) -> Tensor:
+    """The default local loss: mean categorical cross-entropy −Σ_o Y_o log a_K^o (thesis eq. 2.5)."""
+    return F.cross_entropy(logits, labels)
 
 
 @dataclass(frozen=True)
@@ -62,8 +68,9 @@ class LocalTrainer:
     def __init__(self, model: nn.Module, loss: Loss | None = None, penalty: Penalty | None = None) -> None:
         self.model = model
         self.params = [p for p in model.parameters() if p.requires_grad]
-        self.loss = loss or F.cross_entropy
+        self.loss = loss or cross_entropy
         self.penalty = penalty
+        self.num_samples = 0
         plain = loss is None and penalty is None and len(self.params) == len(list(model.parameters()))
         self.linears = mlp_linears(model) if plain else None
 
@@ -71,9 +78,9 @@ class LocalTrainer:
         """Gradients of the local objective on one batch, and its value."""
         if self.linears is not None:
             return mlp_cross_entropy_grads(self.linears, x, y)
-        loss = self.loss(self.model(x), y)
+        loss = self.loss(self.model(x), y, self.num_samples)
         if self.penalty is not None:
-            loss = loss + self.penalty(self.params, anchor)
+            loss = loss + self.penalty(self.params, anchor, self.num_samples)
         return list(torch.autograd.grad(loss, self.params)), loss.detach()
 
     def train(self, start: Tensor, x: Tensor, y: Tensor, indices: Tensor, *, lr: float, opt: LocalSGD,
@@ -88,7 +95,7 @@ class LocalTrainer:
         params = self.params
         anchor = [p.detach().clone() for p in params] if self.penalty is not None else None
         bufs = [torch.zeros_like(p) for p in params] if opt.momentum > 0 else None
-        n = len(indices)
+        n = self.num_samples = len(indices)
         steps = math.ceil(n / opt.batch_size)
         last_loss = 0.0
         for _ in range(opt.epochs):

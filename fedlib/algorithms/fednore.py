@@ -1,0 +1,100 @@
+"""Thesis 001 §3.3: plain DPFL and the noise-reduction objectives Fed-nore-1 and Fed-nore-2.
+
+Plain DPFL (Alg. 3.2 without Fed-nore): each client clips every layer of its update at the running median
+of its own layer norms (eq. 3.8), adds N(0, σ² (C_il / n_i)²) (eqs. 3.9-3.10), and the server averages
+with weights 1/m (eq. 3.11). Privacy: RDP with TF-Privacy's orders and the improved conversion (spec card
+§3.P, "P2"), every participating client one sampled Gaussian mechanism with q = 1/M.
+
+Fed-nore changes only the local objective, so the privacy guarantee is unchanged. As written, both
+objectives are constant shifts of the cross-entropy (spec card §7 items 1-2); the ``"literal"`` modes
+implement them as written, the other modes are our interpretations and are labelled so.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from fedlib.fl import Algorithm, GaussianNoise, MedianClip
+from fedlib.fl.client import Loss, Penalty
+from fedlib.privacy.accountant import DEFAULT_ORDERS, PrivacyBudget
+
+
+def plain_dpfl(noise_multiplier: float, *, budget: PrivacyBudget | None = None, loss: Loss | None = None,
+               penalty: Penalty | None = None) -> Algorithm:
+    """Plain DPFL (A6, eqs. 3.8-3.11); pair it with ``FLConfig(weighting="uniform")``. ``loss`` and ``penalty``
+    turn it into Fed-nore (see :func:`fednore`)."""
+    return Algorithm(transforms=[MedianClip(per_layer=True),
+                                 GaussianNoise(noise_multiplier, per_sample=True, accounting="global", budget=budget,
+                                               orders=DEFAULT_ORDERS)],
+                     loss=loss, penalty=penalty)
+
+
+def fednore1_penalty(lam: float, noise_multiplier: float, *,
+                     mode: Literal["surrogate", "literal"] = "surrogate") -> Penalty:
+    """Fed-nore-1's noise term λ1 σ S_i(W_i) with S_i(W_i) = Σ_l ‖W_il − W^t_l‖ / n_i (eqs. 3.12-3.13).
+
+    The thesis's S_i is the clipping median over n_i, which does not depend on the local parameters: read
+    literally the term is a constant and changes nothing. Appendix D differentiates S_i with respect to W_i;
+    this per-layer, non-squared proximal term is that reading (spec card A7) — **our interpretation**. Its
+    gradient on layer l is (λ1 σ / n_i) (W_il − W^t_l) / ‖W_il − W^t_l‖ (0 at W_il = W^t_l).
+    ``mode="literal"`` adds the same value with S_i treated as a number, as the thesis's S_i is: the
+    gradient is zero, so training is exactly plain DPFL's.
+    """
+    if not lam >= 0:
+        raise ValueError(f"lam (λ1) must be >= 0, got {lam!r}")
+    if mode not in ("surrogate", "literal"):
+        raise ValueError(f"mode must be 'surrogate' or 'literal', got {mode!r}")
+
+    def penalty(params: list[Tensor], anchor: list[Tensor], num_samples: int) -> Tensor:
+        norms = torch.stack([torch.sqrt((p - a).pow(2).sum() + 1e-24) for p, a in zip(params, anchor)])
+        value = lam * noise_multiplier / num_samples * norms.sum()
+        return value.detach() if mode == "literal" else value
+
+    return penalty
+
+
+def fednore2_factor(lam: float, noise_multiplier: float, num_samples: int) -> float:
+    """c = λ2 σ / √n_i, the factor of eq. 3.19 (Thm. 3: the noise-to-gradient ratio σ/√n_i)."""
+    return lam * noise_multiplier / math.sqrt(num_samples)
+
+
+def fednore2_loss(lam: float, noise_multiplier: float, *, mode: Literal["literal", "margin"] = "literal",
+                  clamp: bool = False) -> Loss:
+    """Fed-nore-2's local loss ℓ = −ln(a_K^p (1 − λ2 σ / √n_i)) (eq. 3.19).
+
+    ``"literal"``: eq. 3.19 as written. For 0 < c < 1 it equals CE − ln(1 − c), a constant shift with the
+    same gradients as CE, computed in that stable form so that runs equal plain DPFL exactly. For c ≥ 1 the
+    logarithm is undefined: a clear error, or with ``clamp=True`` the factor is clamped to 1e-12 (still a
+    constant). ``"margin"`` (**our interpretation**): subtract μ = c from the true-class logit before the
+    softmax, CE(z − μ·onehot(p), p), which depends on the parameters and is defined for every λ2.
+    """
+    if not lam >= 0:
+        raise ValueError(f"lam (λ2) must be >= 0, got {lam!r}")
+    if mode not in ("literal", "margin"):
+        raise ValueError(f"mode must be 'literal' or 'margin', got {mode!r}")
+
+    def loss(logits: Tensor, labels: Tensor, num_samples: int) -> Tensor:
+        c = fednore2_factor(lam, noise_multiplier, num_samples)
+        if mode == "margin":
+            return F.cross_entropy(logits - c * F.one_hot(labels, logits.shape[1]).to(logits.dtype), labels)
+        if c >= 1 and not clamp:
+            raise ValueError(f"Fed-nore-2 (eq. 3.19) is undefined for c = λ2·σ/√n_i = {lam:g}·{noise_multiplier:g}/"
+                             f"√{num_samples} = {c:.3f} >= 1 (ln of a non-positive number); use λ2 < "
+                             f"{math.sqrt(num_samples) / noise_multiplier:.3f}, clamp=True or mode='margin'")
+        return F.cross_entropy(logits, labels) - math.log(max(1.0 - c, 1e-12))
+
+    return loss
+
+
+def fednore(noise_multiplier: float, *, lam1: float = 0.0, lam2: float = 0.0,
+            mode1: Literal["surrogate", "literal"] = "surrogate", mode2: Literal["literal", "margin"] = "literal",
+            clamp: bool = False, budget: PrivacyBudget | None = None) -> Algorithm:
+    """Fed-nore-1 (``lam1``), Fed-nore-2 (``lam2``) or both (A9: Table 3.2 lists one λ for both) on plain DPFL."""
+    loss = fednore2_loss(lam2, noise_multiplier, mode=mode2, clamp=clamp) if lam2 > 0 else None
+    penalty = fednore1_penalty(lam1, noise_multiplier, mode=mode1) if lam1 > 0 else None
+    return plain_dpfl(noise_multiplier, budget=budget, loss=loss, penalty=penalty)

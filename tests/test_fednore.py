@@ -1,0 +1,122 @@
+"""Spec card ch3 §9 checks for Fed-nore (5-7, 10) and plain DPFL."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from fedlib.algorithms.fednore import fednore, fednore1_penalty, fednore2_factor, fednore2_loss, plain_dpfl
+from fedlib.fl import ClientMessage, FLConfig, LocalSGD, RoundContext, run_federated
+from fedlib.fl.client import cross_entropy
+from fedlib.fl.params import layer_slices
+from fedlib.models import build_model
+from fedlib.rng import make_generator
+
+
+def mlp(seed=0):
+    return build_model("mlp", generator=make_generator(seed, "init"), hidden=(32,))
+
+
+def cfg(**kw):
+    return FLConfig(**{**dict(rounds=3, clients_per_round=4, local=LocalSGD(1, 16), lr=0.1, weighting="uniform"),
+                       **kw})
+
+
+def test_check5_fednore1_zero_lambda_is_plain_dpfl_and_gradient_matches(small_fed):
+    train, clients, test = small_fed
+    plain = run_federated(mlp(), train, clients, test, cfg(), plain_dpfl(4.0)).params
+    zero = run_federated(mlp(), train, clients, test, cfg(), fednore(4.0, lam1=0.0)).params
+    assert torch.equal(plain, zero)
+    params = [torch.randn(5, 3, requires_grad=True), torch.randn(3, requires_grad=True)]
+    anchor = [torch.randn(5, 3), torch.randn(3)]
+    lam, sigma, n = 1.0, 8.0, 600
+    grads = torch.autograd.grad(fednore1_penalty(lam, sigma)(params, anchor, n), params)
+    for g, p, a in zip(grads, params, anchor):
+        d = (p - a).detach()
+        torch.testing.assert_close(g, lam * sigma / n * d / d.norm(), rtol=1e-6, atol=0)
+
+
+def test_fednore1_literal_is_a_constant_and_trains_like_plain_dpfl(small_fed):
+    train, clients, test = small_fed
+    params = [torch.randn(4, requires_grad=True)]
+    value = fednore1_penalty(1.0, 8.0, mode="literal")(params, [torch.zeros(4)], 600)
+    assert value > 0 and not value.requires_grad  # S_i is a number: no gradient
+    a = run_federated(mlp(), train, clients, test, cfg(), fednore(4.0, lam1=1.0, mode1="literal")).params
+    b = run_federated(mlp(), train, clients, test, cfg(), plain_dpfl(4.0, loss=cross_entropy)).params
+    assert torch.equal(a, b)
+
+
+def test_check6_fednore2_literal_is_ce_shifted_by_a_constant(small_fed):
+    logits, labels = torch.randn(32, 10, requires_grad=True), torch.randint(0, 10, (32,))
+    c = fednore2_factor(0.1, 8.0, 600)
+    assert c == pytest.approx(0.1 * 8 / math.sqrt(600))  # 0.0327
+    loss = fednore2_loss(0.1, 8.0)(logits, labels, 600)
+    ce = F.cross_entropy(logits, labels)
+    assert float((loss - ce).detach()) == pytest.approx(-math.log(1 - c), abs=1e-6)  # float32 rounding
+    (g1,), (g2,) = torch.autograd.grad(loss, logits), torch.autograd.grad(ce, logits)
+    torch.testing.assert_close(g1, g2, atol=1e-6, rtol=0)
+    # whole runs equal plain DPFL (same seeds, autograd CE)
+    train, clients, test = small_fed
+    a = run_federated(mlp(), train, clients, test, cfg(), fednore(4.0, lam2=0.1)).params
+    b = run_federated(mlp(), train, clients, test, cfg(), plain_dpfl(4.0, loss=cross_entropy)).params
+    assert torch.equal(a, b)
+
+
+def test_check6_fednore2_literal_is_undefined_for_c_at_least_one():
+    logits, labels = torch.randn(4, 10), torch.randint(0, 10, (4,))
+    with pytest.raises(ValueError, match=r"undefined for c = λ2·σ/√n_i = 10·8/√600 = 3.266"):
+        fednore2_loss(10.0, 8.0)(logits, labels, 600)
+    clamped = fednore2_loss(10.0, 8.0, clamp=True)(logits, labels, 600)
+    assert float(clamped - F.cross_entropy(logits, labels)) == pytest.approx(-math.log(1e-12))
+
+
+def test_check7_fednore2_margin_zero_is_ce_and_otherwise_changes_gradients():
+    logits, labels = torch.randn(16, 10, requires_grad=True), torch.randint(0, 10, (16,))
+    assert torch.equal(fednore2_loss(0.0, 8.0, mode="margin")(logits, labels, 600), F.cross_entropy(logits, labels))
+    (g_margin,) = torch.autograd.grad(fednore2_loss(25.0, 8.0, mode="margin")(logits, labels, 600), logits)
+    (g_ce,) = torch.autograd.grad(F.cross_entropy(logits, labels), logits)
+    assert not torch.allclose(g_margin, g_ce)
+    # margin μ on the true logit = factor e^{−μ} on its unnormalised probability
+    mu = fednore2_factor(25.0, 8.0, 600)
+    p = torch.softmax(logits.detach(), 1)
+    true = p.gather(1, labels[:, None]).squeeze(1) * math.exp(-mu)
+    manual = -torch.log(true / (true + p.sum(1) - p.gather(1, labels[:, None]).squeeze(1))).mean()
+    assert float(fednore2_loss(25.0, 8.0, mode="margin")(logits.detach(), labels, 600)) == pytest.approx(
+        float(manual), rel=1e-5)
+
+
+def test_check10_per_layer_running_median_clipping_and_noise_std():
+    model = build_model("mlp", generator=make_generator(0), hidden=(300,))
+    slices = layer_slices(model)
+    d = slices[-1].stop
+    algorithm = plain_dpfl(8.0)
+    clip, noise = algorithm.transforms
+    for comp in algorithm.components():
+        comp.reset()
+    ctx = RoundContext(0, 100, 50, (0,), slices, 0)
+    first = torch.randn(d, generator=make_generator(1))
+    msg = ClientMessage(0, 600, first.clone())
+    clip(msg, ctx)
+    assert torch.equal(msg.update, first)  # first participation: C_il = ‖D_il‖, no clipping
+    history = [first]
+    for k in range(2, 5):
+        upd = torch.randn(d, generator=make_generator(k)) * k
+        history.append(upd)
+        msg = ClientMessage(0, 600, upd.clone())
+        clip(msg, ctx)
+        for j, s in enumerate(slices):
+            median = torch.stack([h[s].norm() for h in history]).median()
+            assert torch.isclose(msg.bound[j], median)
+            assert float(msg.update[s].norm()) <= float(median) * (1 + 1e-5)
+    clean = msg.update.clone()
+    noise(msg, ctx)
+    big = slices[0]  # 784 x 300 weights: enough draws for a 2 % check
+    assert float((msg.update[big] - clean[big]).std()) == pytest.approx(8.0 * float(msg.bound[0]) / 600, rel=0.02)
+
+
+def test_bad_lambdas_are_refused():
+    with pytest.raises(ValueError, match="lam"):
+        fednore1_penalty(-1.0, 8.0)
+    with pytest.raises(ValueError, match="mode"):
+        fednore2_loss(1.0, 8.0, mode="squared")
