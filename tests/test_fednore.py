@@ -120,3 +120,38 @@ def test_bad_lambdas_are_refused():
         fednore1_penalty(-1.0, 8.0)
     with pytest.raises(ValueError, match="mode"):
         fednore2_loss(1.0, 8.0, mode="squared")
+
+
+def test_rounds_to_reach_the_first_round_at_or_above_the_target():
+    from fedlib.experiments.fednore import rounds_to_reach
+    from fedlib.fl import RunResult
+
+    out = RunResult(torch.zeros(1), [{"round": r, "accuracy": a} for r, a in [(1, 0.5), (2, 0.8), (3, 0.7), (4, 0.9)]],
+                    None, 4, 0.0)
+    assert rounds_to_reach(out, 0.8) == 2 and rounds_to_reach(out, 0.85) == 4 and rounds_to_reach(out, 0.95) is None
+
+
+def test_fednore1_convex_bound_is_the_unrolled_recursion_a32():
+    from fedlib.algorithms.fednore import fednore1_convex_bound, fednore1_l1, fednore1_l3, fednore1_q1
+
+    kw = dict(lam=0.5, noise_multiplier=1.0, n=1.0, sensitivity=1.0, mu=0.1, rho=1.0, beta=1.0)
+    l1 = fednore1_l1(0.5, 1.0, 1.0, 1.0)
+    assert l1 == pytest.approx(1 / 1.5)  # eq. 3.25
+    l3 = fednore1_l3(l1, 0.1, 1.0)
+    q1 = fednore1_q1(0.5, 1.0, 1.0, 1.0)
+    gap = 2.0
+    for t in range(1, 30):  # (A.32): gap_{t+1} <= l3 gap_t + β q1 (1 − l1 ρ) + ρ q1²/2
+        gap = l3 * gap + q1 * (1 - l1) + q1**2 / 2
+        assert fednore1_convex_bound(t, 2.0, **kw) == pytest.approx(gap, rel=1e-12)
+    assert fednore1_convex_bound(0, 2.0, **kw) == 2.0
+
+
+def test_fednore1_bound_constants_show_the_cards_caveats():
+    from fedlib.algorithms.fednore import fednore1_l1, fednore1_l3, fednore1_nonconvex_bound, fednore1_q1
+
+    assert fednore1_l1(0.0, 8.0, 600, 1.0) == 1.0
+    assert fednore1_q1(0.0, 8.0, 600, 1.0) == pytest.approx(-8.0 / math.sqrt(600))  # negative at λ = 0
+    assert fednore1_l3(1.9, 0.1, 1.0) < 1 < fednore1_l3(2.1, 0.1, 1.0)  # contraction needs l1 < 2/ρ
+    # at the thesis's scale (n = 600, σ = 8, λ = 1) the n^{3/2} term makes the bound vacuous
+    assert fednore1_nonconvex_bound(52, 1.0, lam=1.0, noise_multiplier=8.0, n=600, sensitivity=1.0, rho=1.0,
+                                    beta=1.0) > 1e6

@@ -28,7 +28,7 @@ def ldp_fl(noise_multiplier: float, *, top_rate: float = 0.1, momentum: float = 
            budget: PrivacyBudget | None = None) -> Algorithm:
     """LDP-FL (Alg. 3.1 without CDP; A2 with ``top_rate=1, momentum=0``, A3 otherwise).
 
-    Client: keep the top ``top_rate`` fraction of |D_i| (§3.2.1.1), add N(0, σ² S_i²) with
+    Client: keep the ``top_rate`` fraction of D_i's entries largest in magnitude (§3.2.1.1), add N(0, σ² S_i²) with
     S_i = ‖D_i(sparse)‖ / n_i on the kept entries only (eqs. 3.1-3.2; no clipping). Server: weighted
     mean (3.3 without CDP), Global-MGD V^t = β V^{t−1} + (1 − β) G^t and W^{t+1} = W^t − V^t (3.6-3.7).
     """
@@ -47,7 +47,7 @@ def lcdp_fl(ldp_noise_multiplier: float, cdp_noise_multiplier: float, *, top_rat
     (eq. 2.27 / 3.5), averages, adds central noise and applies Global-MGD. Training stops when either
     budget would be exceeded.
 
-    ``noise_on="sum"`` is Geyer et al.'s scaling (std σ_CDP S / |M^t| on the average; our correction);
+    ``noise_on="sum"`` is Geyer et al.'s scaling (std σ_CDP S / m on the average; our correction);
     ``"average"`` is the seed's literal eq. 3.3 (std σ_CDP S on the average). ``placement="before_momentum"``
     follows eqs. 3.3, 3.6-3.7 (our default: momentum is then post-processing of the noisy average);
     ``"after_momentum"`` follows Alg. 3.1 line 14 (noise added to the new model).

@@ -98,3 +98,40 @@ def fednore(noise_multiplier: float, *, lam1: float = 0.0, lam2: float = 0.0,
     loss = fednore2_loss(lam2, noise_multiplier, mode=mode2, clamp=clamp) if lam2 > 0 else None
     penalty = fednore1_penalty(lam1, noise_multiplier, mode=mode1) if lam1 > 0 else None
     return plain_dpfl(noise_multiplier, budget=budget, loss=loss, penalty=penalty)
+
+
+# Convergence analysis of Fed-nore-1 (thesis §3.3.2, Lemma 6, Theorems 4-5), implemented as written.
+
+def fednore1_l1(lam: float, noise_multiplier: float, n: float, sensitivity: float) -> float:
+    """l1 = 1 / (1 + λσ√n / S) (eq. 3.25)."""
+    return 1.0 / (1.0 + lam * noise_multiplier * math.sqrt(n) / sensitivity)
+
+
+def fednore1_l3(l1: float, mu: float, rho: float) -> float:
+    """l3 = μρ l1² − 2 l1 μ + 1, the contraction factor per round (eq. 3.27); below 1 only if l1 < 2/ρ."""
+    return mu * rho * l1**2 - 2 * l1 * mu + 1
+
+
+def fednore1_q1(lam: float, noise_multiplier: float, n: float, beta: float) -> float:
+    """q1 = (σ/√n)(λσ n^{3/2} − β) (eq. 3.28); negative at λ = 0, where the bound stops being meaningful."""
+    return noise_multiplier / math.sqrt(n) * (lam * noise_multiplier * n**1.5 - beta)
+
+
+def fednore1_convex_bound(rounds: int, gap0: float, *, lam: float, noise_multiplier: float, n: float,
+                          sensitivity: float, mu: float, rho: float, beta: float) -> float:
+    """Theorem 4 (eq. 3.26): E{F(W^T) − F*} ≤ l3^T gap0 + (β q1 (1 − l1 ρ) + ρ q1²/2)(1 − l3^T)/(1 − l3)."""
+    l1 = fednore1_l1(lam, noise_multiplier, n, sensitivity)
+    l3 = fednore1_l3(l1, mu, rho)
+    q1 = fednore1_q1(lam, noise_multiplier, n, beta)
+    step = beta * q1 * (1 - l1 * rho) + rho / 2 * q1**2
+    geometric = rounds if l3 == 1 else (1 - l3**rounds) / (1 - l3)
+    return l3**rounds * gap0 + step * geometric
+
+
+def fednore1_nonconvex_bound(rounds: int, gap0: float, *, lam: float, noise_multiplier: float, n: float,
+                             sensitivity: float, rho: float, beta: float) -> float:
+    """Theorem 5 (eq. 3.29): E‖∇F‖² ≤ gap0 / ((l1 − ρl1²/2) T) + (β q1 (1 − l1ρ) + ρ q1²/2) / (l1 − ρl1²/2)."""
+    l1 = fednore1_l1(lam, noise_multiplier, n, sensitivity)
+    q1 = fednore1_q1(lam, noise_multiplier, n, beta)
+    denom = l1 - rho * l1**2 / 2
+    return gap0 / (denom * rounds) + (beta * q1 * (1 - l1 * rho) + rho * q1**2 / 2) / denom

@@ -9,7 +9,8 @@ from pathlib import Path
 from fedlib.results import MODES, Results
 
 #: chapter id -> module holding QUICK, FULL and run(config, mode=, seed=, progress=)
-CHAPTER_MODULES = {"foundations": "fedlib.experiments.foundations", "dpfl": "fedlib.experiments.dpfl"}
+CHAPTER_MODULES = {"foundations": "fedlib.experiments.foundations", "dpfl": "fedlib.experiments.dpfl",
+                   "fednore": "fedlib.experiments.fednore"}
 
 
 def run_chapter(chapter: str, mode: str = "quick", *, seed: int = 0, out: str | Path | None = None,
