@@ -22,14 +22,7 @@ from fedlib.fl.backprop import mlp_clipped_gradient_sum, mlp_linears
 from fedlib.models import build_model
 from fedlib.privacy import MOMENTS_ORDERS
 from fedlib.rng import make_generator
-
-
-def mlp(seed=0):
-    return build_model("mlp", generator=make_generator(seed, "init"), hidden=(32,))
-
-
-def cfg(**kw):
-    return FLConfig(**{**dict(rounds=3, clients_per_round=4, local=LocalSGD(1, 16), lr=0.1), **kw})
+from helpers import cfg, mlp
 
 
 def test_check2_ldp_fl_without_noise_sparsity_momentum_is_fedavg(small_fed):
@@ -104,7 +97,6 @@ def test_check11_lcdp_server_clips_at_the_median_and_noise_is_sigma_s_over_m():
     literal = CentralGaussian(1.18, "median", noise_on="average")(torch.zeros(10, 200_000) + 1e-3,
                                                                   torch.full((10,), 0.1), ctx(200_000))
     assert float(literal.std()) == pytest.approx(1.18 * s, rel=0.02)  # the seed's eq. 3.3 as written
-
 
 
 def test_cdp_noise_placement_before_or_after_global_mgd(small_fed):

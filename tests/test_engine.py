@@ -18,21 +18,11 @@ from fedlib.fl import (
     get_flat,
     run_federated,
 )
-from fedlib.models import build_model
 from fedlib.privacy import PrivacyBudget
 from fedlib.rng import make_generator
 
+from helpers import cfg, mlp
 from reference import seed_style_fedavg
-
-
-def mlp(seed=0):
-    return build_model("mlp", generator=make_generator(seed, "init"), hidden=(32,))
-
-
-def cfg(**kw):
-    base = dict(rounds=3, clients_per_round=4, local=LocalSGD(epochs=1, batch_size=16), lr=0.1, seed=0)
-    base.update(kw)
-    return FLConfig(**base)
 
 
 def run(small_fed, config, algorithm=None, **kw):

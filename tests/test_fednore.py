@@ -7,20 +7,17 @@ import torch
 import torch.nn.functional as F
 
 from fedlib.algorithms.fednore import fednore, fednore1_penalty, fednore2_factor, fednore2_loss, plain_dpfl
-from fedlib.fl import ClientMessage, FLConfig, LocalSGD, RoundContext, run_federated
+from fedlib.fl import ClientMessage, RoundContext, run_federated
 from fedlib.fl.client import cross_entropy
 from fedlib.fl.params import layer_slices
 from fedlib.models import build_model
 from fedlib.rng import make_generator
-
-
-def mlp(seed=0):
-    return build_model("mlp", generator=make_generator(seed, "init"), hidden=(32,))
+from helpers import cfg as base_cfg, mlp
 
 
 def cfg(**kw):
-    return FLConfig(**{**dict(rounds=3, clients_per_round=4, local=LocalSGD(1, 16), lr=0.1, weighting="uniform"),
-                       **kw})
+    """Plain DPFL averages with weights 1/m (eq. 3.11)."""
+    return base_cfg(**{"weighting": "uniform", **kw})
 
 
 def test_check5_fednore1_zero_lambda_is_plain_dpfl_and_gradient_matches(small_fed):

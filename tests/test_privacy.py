@@ -107,3 +107,14 @@ def test_top_k_keeps_the_largest_magnitudes():
 def test_bad_inputs(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_noise_norm_ratio_matches_drawn_noise():
+    from fedlib.privacy import noise_norm_ratio
+
+    bound, n, sigma, d = 3.0, 600, 8.0, 100_000
+    drawn = torch.linalg.vector_norm(gaussian_noise((d,), sigma * bound / n, generator=make_generator(5))) / bound
+    assert noise_norm_ratio(sigma, d, n) == pytest.approx(float(drawn), rel=0.01)
+    assert noise_norm_ratio(8.0, 156_800, 600) == pytest.approx(5.28, abs=0.01)  # spec card §6.1, MLP layer 1
+    with pytest.raises(ValueError, match="dim"):
+        noise_norm_ratio(1.0, 0)

@@ -34,6 +34,11 @@ def plain_dpfl(noise_multiplier: float, *, budget: PrivacyBudget | None = None, 
                      loss=loss, penalty=penalty)
 
 
+def fednore1_coefficient(lam: float, noise_multiplier: float, num_samples: int) -> float:
+    """λ1 σ / n_i, the weight of Σ_l ‖W_il − W^t_l‖ in Fed-nore-1's objective (eqs. 3.12-3.13 with S_i of eq. 3.9)."""
+    return lam * noise_multiplier / num_samples
+
+
 def fednore1_penalty(lam: float, noise_multiplier: float, *,
                      mode: Literal["surrogate", "literal"] = "surrogate") -> Penalty:
     """Fed-nore-1's noise term λ1 σ S_i(W_i) with S_i(W_i) = Σ_l ‖W_il − W^t_l‖ / n_i (eqs. 3.12-3.13).
@@ -52,7 +57,7 @@ def fednore1_penalty(lam: float, noise_multiplier: float, *,
 
     def penalty(params: list[Tensor], anchor: list[Tensor], num_samples: int) -> Tensor:
         norms = torch.stack([torch.sqrt((p - a).pow(2).sum() + 1e-24) for p, a in zip(params, anchor)])
-        value = lam * noise_multiplier / num_samples * norms.sum()
+        value = fednore1_coefficient(lam, noise_multiplier, num_samples) * norms.sum()
         return value.detach() if mode == "literal" else value
 
     return penalty

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import Tensor, nn
 
 from fedlib.data.datasets import Split, load_dataset
 from fedlib.data.partition import partition
+from fedlib.fl.client import LocalSGD, LocalTrainer
+from fedlib.fl.params import get_flat
 from fedlib.models import build_model
 from fedlib.rng import make_generator
 
@@ -35,6 +40,26 @@ def make_federation(dataset: str, method: str, num_clients: int, *, seed: int, r
 def fresh_model(name: str, seed: int, **kwargs) -> nn.Module:
     """Model ``name`` with W^0 drawn from the run's ``init`` stream (equal seeds give equal W^0)."""
     return build_model(name, generator=make_generator(seed, "init", name), **kwargs)
+
+
+def first_round_updates(model: str, fed: Federation, clients: Sequence[int], *, seed: int, lr: float,
+                        opt: LocalSGD, stream: str) -> list[Tensor]:
+    """The updates ∇W_i = W^0 − W_i of ``clients`` after one round of local training from W^0.
+
+    Client i trains with the ``(seed, stream, i)`` random stream, so a chapter's numbers do not depend on
+    which other clients it asks about.
+    """
+    trainer = LocalTrainer(fresh_model(model, seed))
+    start = get_flat(trainer.model)
+    return [trainer.train(start, fed.train.x, fed.train.y, fed.clients[i], lr=lr, opt=opt,
+                          generator=make_generator(seed, stream, i))[0] for i in clients]
+
+
+def checkpoint_path(root: Path | None, chapter: str, seed: int, run: str) -> Path | None:
+    """Where a chapter keeps the checkpoint of training run ``run`` under ``root`` (None: no checkpoints)."""
+    if root is None:
+        return None
+    return root / f"{chapter}-seed{seed}" / (re.sub(r"[^A-Za-z0-9]+", "_", run).strip("_") + ".pt")
 
 
 def set_threads(default: int = 2) -> int:

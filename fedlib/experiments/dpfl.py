@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,14 +26,17 @@ from fedlib.algorithms.dpfl import (
     vanilla_fl,
 )
 from fedlib.algorithms.dpsgd import DPSGDConfig, train_dpsgd
-from fedlib.experiments.common import Federation, fresh_model, make_federation
+from fedlib.experiments.common import (
+    Federation,
+    checkpoint_path,
+    first_round_updates,
+    fresh_model,
+    make_federation,
+)
 from fedlib.fl import Algorithm, FLConfig, LocalSGD, RunResult, run_federated
-from fedlib.fl.client import LocalTrainer
-from fedlib.fl.params import get_flat
-from fedlib.privacy import MOMENTS_ORDERS, compute_rdp, epsilon_curve, rdp_to_delta
+from fedlib.privacy import MOMENTS_ORDERS, compute_rdp, epsilon_curve, noise_norm_ratio, rdp_to_delta
 from fedlib.privacy.sparsify import top_k, top_k_count
 from fedlib.results import Results
-from fedlib.rng import make_generator
 
 
 @dataclass(frozen=True)
@@ -152,10 +154,7 @@ class _Runner:
         else:
             fl = _fl_config(cfg, self.seed, rounds=self.lcdp_rounds(), m=s.clients_per_round,
                             lr=s.lcdp_lr * cfg.lcdp_lr_scale, decay=0.78, decay_rounds=9, local_momentum=local_momentum)
-        ckpt = None
-        if self.checkpoints is not None:
-            slug = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_")
-            ckpt = self.checkpoints / f"dpfl-seed{self.seed}" / f"{s.num_clients}-{slug}.pt"
+        ckpt = checkpoint_path(self.checkpoints, "dpfl", self.seed, f"{s.num_clients}-{name}")
         out = run_federated(fresh_model(cfg.model, self.seed), self.fed.train, self.fed.clients, self.fed.test, fl,
                             algorithm(), progress=self.progress, checkpoint=ckpt)
         self.runs[name] = out
@@ -168,19 +167,16 @@ class _Runner:
         ‖noise‖ / ‖D‖ = σ √k ‖D_sparse‖ / (n_i ‖D‖): sparsity shrinks both √k and ‖D_sparse‖.
         """
         cfg, s = self.cfg, self.setting
-        model = fresh_model(cfg.model, self.seed)
-        trainer, start = LocalTrainer(model), get_flat(model)
         beta = cfg.local_momentum
-        updates = [(trainer.train(start, self.fed.train.x, self.fed.train.y, self.fed.clients[i], lr=cfg.ldp_lr,
-                                  opt=LocalSGD(cfg.local_epochs, cfg.batch_size, momentum=beta, dampening=beta),
-                                  generator=make_generator(self.seed, "anatomy", i))[0], len(self.fed.clients[i]))
-                   for i in range(clients)]
+        updates = first_round_updates(cfg.model, self.fed, range(clients), seed=self.seed, lr=cfg.ldp_lr,
+                                      opt=LocalSGD(cfg.local_epochs, cfg.batch_size, momentum=beta, dampening=beta),
+                                      stream="anatomy")
+        sizes = [len(self.fed.clients[i]) for i in range(clients)]
         rows = []
         for rate in sorted({*cfg.top_rates, cfg.top_rate}):
-            kept = [float(torch.linalg.vector_norm(top_k(u, rate)[0]) / torch.linalg.vector_norm(u))
-                    for u, _ in updates]
-            k = top_k_count(start.numel(), rate)
-            noise = [s.ldp_sigma * math.sqrt(k) * f / n for f, (_, n) in zip(kept, updates)]
+            kept = [float(torch.linalg.vector_norm(top_k(u, rate)[0]) / torch.linalg.vector_norm(u)) for u in updates]
+            k = top_k_count(updates[0].numel(), rate)
+            noise = [noise_norm_ratio(s.ldp_sigma, k, n) * f for f, n in zip(kept, sizes)]
             rows.append({"clients": s.num_clients, "top_rate": rate, "k": k, "norm_kept": sum(kept) / clients,
                          "noise_over_update": sum(noise) / clients,
                          "noise_over_update_mean_of_m": sum(noise) / clients / math.sqrt(s.clients_per_round)})

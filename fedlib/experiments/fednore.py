@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from fedlib.algorithms.fednore import (
     fednore,
+    fednore1_coefficient,
     fednore1_convex_bound,
     fednore1_l1,
     fednore1_l3,
@@ -24,10 +24,10 @@ from fedlib.algorithms.fednore import (
     fednore1_q1,
     fednore2_factor,
 )
-from fedlib.experiments.common import Federation, fresh_model, make_federation
+from fedlib.experiments.common import Federation, checkpoint_path, fresh_model, make_federation
 from fedlib.fl import Algorithm, FLConfig, LocalSGD, RunResult, run_federated
 from fedlib.fl.client import cross_entropy
-from fedlib.privacy import DEFAULT_ORDERS, compute_rdp, rdp_to_epsilon
+from fedlib.privacy import DEFAULT_ORDERS, compute_rdp, noise_norm_ratio, rdp_to_epsilon
 from fedlib.results import Results
 
 
@@ -113,11 +113,9 @@ def _run(cfg: FednoreConfig, track: Track, fed: Federation, name: str, algorithm
                   lr=cfg.lr, lr_decay=0.96, lr_decay_rounds=20, weighting="uniform", seed=seed)
     if name != "FedAvg" and algorithm.loss is None:
         algorithm.loss = cross_entropy  # every DP variant on the autograd path, so literal variants match exactly
-    ckpt = None
-    if checkpoints is not None:
-        ckpt = checkpoints / f"fednore-seed{seed}" / f"{track.key}-{re.sub(r'[^A-Za-z0-9]+', '_', name).strip('_')}.pt"
     return run_federated(fresh_model(track.model, seed), fed.train, fed.clients, fed.test, fl, algorithm,
-                         progress=progress, checkpoint=ckpt)
+                         progress=progress, checkpoint=checkpoint_path(checkpoints, "fednore", seed,
+                                                                       f"{track.key}-{name}"))
 
 
 def run(config: FednoreConfig = QUICK, *, mode: str = "quick", seed: int = 0, progress: bool = False,
@@ -224,7 +222,7 @@ def _noise_rows(cfg: FednoreConfig, n: int = 600) -> list[dict]:
     for track in cfg.tracks:
         model = fresh_model(track.model, 0)
         for (name, param) in model.named_parameters():
-            ratio = cfg.paper_sigma * math.sqrt(param.numel()) / n
+            ratio = noise_norm_ratio(cfg.paper_sigma, param.numel(), n)
             rows.append({"model": track.model, "layer": name, "d_l": param.numel(), "n_i": n,
                          "paper": cfg.paper_sigma / math.sqrt(n), "ours": ratio,
                          "ours_mean_of_m": ratio / math.sqrt(cfg.clients_per_round)})
@@ -234,7 +232,9 @@ def _noise_rows(cfg: FednoreConfig, n: int = 600) -> list[dict]:
 def _coefficient(name: str, lam: float | None, sigma: float, n: float) -> float | None:
     if lam is None:
         return None
-    return lam * sigma / n if name.startswith("Fed-nore-1, ") else fednore2_factor(lam, sigma, round(n))
+    if name.startswith("Fed-nore-1, "):
+        return fednore1_coefficient(lam, sigma, n)
+    return fednore2_factor(lam, sigma, round(n))
 
 
 def _privacy_rows(cfg: FednoreConfig) -> list[dict]:

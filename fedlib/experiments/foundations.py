@@ -11,10 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from fedlib.experiments.common import fresh_model, make_federation
+from fedlib.experiments.common import first_round_updates, fresh_model, make_federation
 from fedlib.fl import Algorithm, CentralGaussian, ClipUpdate, FLConfig, GaussianNoise, LocalSGD, run_federated
-from fedlib.fl.client import LocalTrainer
-from fedlib.fl.params import get_flat
 from fedlib.privacy import (
     DEFAULT_ORDERS,
     MOMENTS_ORDERS,
@@ -102,15 +100,9 @@ def _fedavg_config(cfg: FoundationsConfig, seed: int, rounds: int, m: int, unifo
 
 def _update_norms(cfg: FoundationsConfig, fed, seed: int) -> torch.Tensor:
     """L2 norms of every client's first-round update from W^0 (what clipping acts on)."""
-    model = fresh_model(cfg.model, seed)
-    trainer, start = LocalTrainer(model), get_flat(model)
-    norms = []
-    for i in range(cfg.num_clients):
-        update, _ = trainer.train(start, fed.train.x, fed.train.y, fed.clients[i], lr=cfg.lr,
-                                  opt=LocalSGD(cfg.local_epochs, cfg.batch_size),
-                                  generator=make_generator(seed, "norms", i))
-        norms.append(torch.linalg.vector_norm(update))
-    return torch.stack(norms)
+    updates = first_round_updates(cfg.model, fed, range(cfg.num_clients), seed=seed, lr=cfg.lr,
+                                  opt=LocalSGD(cfg.local_epochs, cfg.batch_size), stream="norms")
+    return torch.stack([torch.linalg.vector_norm(u) for u in updates])
 
 
 def run(config: FoundationsConfig = QUICK, *, mode: str = "quick", seed: int = 0,

@@ -28,6 +28,7 @@ from fedlib.privacy.mechanisms import (
     gaussian_noise,
     laplace_noise,
     laplace_scale,
+    noise_norm_ratio,
 )
 from fedlib.privacy.sparsify import top_k, top_k_count
 
@@ -36,6 +37,7 @@ __all__ = [
     "basic_composition", "calibrate_noise_multiplier", "compute_rdp", "epsilon_curve", "rdp_to_delta",
     "rdp_to_epsilon", "RunningMedian", "clip_by_norm", "clip_per_layer", "clip_rows", "layer_norms",
     "median_clip_rows", "aggregate_noise_std", "classic_gaussian_std", "gaussian_noise", "laplace_noise",
+    "noise_norm_ratio",
     "laplace_scale",
     "top_k", "top_k_count",
 ]

@@ -71,3 +71,15 @@ def aggregate_noise_std(noise_multiplier: float, bound: float, clients_per_round
         raise ValueError(f"need noise_multiplier >= 0 and bound > 0, got {noise_multiplier!r}, {bound!r}")
     m = clients_per_round
     return noise_multiplier * bound / (math.sqrt(m) if local else m)
+
+
+def noise_norm_ratio(noise_multiplier: float, dim: int, num_samples: int = 1) -> float:
+    """‖N(0, (σS/n_i)² I_d)‖ / S ≈ σ √d / n_i: the noise norm relative to the bound S it is scaled to.
+
+    Thesis eqs. 3.1-3.2 (d = the k kept entries) and 3.9-3.10 (d = the layer's size d_l); ``num_samples=1``
+    for a sensitivity that is not divided by n_i.
+    """
+    if not noise_multiplier >= 0 or not dim >= 1 or not num_samples >= 1:
+        raise ValueError(f"need noise_multiplier >= 0, dim >= 1 and num_samples >= 1, got {noise_multiplier!r}, "
+                         f"{dim!r}, {num_samples!r}")
+    return noise_multiplier * math.sqrt(dim) / num_samples
