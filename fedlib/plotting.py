@@ -36,3 +36,31 @@ def plot_series(results: Results, names: Sequence[str], *, ax: Axes | None = Non
         ax.set_title(title)
     ax.legend()
     return ax
+
+
+def plot_table(results: Results, table_id: str, x: str, columns: dict[str, str], *, ax: Axes | None = None,
+               where: dict[str, object] | None = None, xlabel: str | None = None, ylabel: str = "test accuracy",
+               title: str | None = None, logx: bool = False) -> Axes:
+    """Plot columns of a results table (``columns``: column -> legend label) against column ``x``.
+
+    ``where`` keeps the rows whose columns equal the given values; rows without a value are skipped.
+    """
+    rows = [r for r in results.tables[table_id]["rows"]
+            if all(r.get(k) == v for k, v in (where or {}).items())]
+    if ax is None:
+        _, ax = plt.subplots()
+    for column, label in columns.items():
+        points = sorted((r[x], r[column]) for r in rows if r.get(column) is not None)
+        if points:
+            ax.plot(*zip(*points), marker="o", label=label)
+    ax.set_xlabel(xlabel or x)
+    ax.set_ylabel(ylabel)
+    if logx:
+        ax.set_xscale("log")
+        ticks = sorted({r[x] for r in rows})
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.minorticks_off()
+    if title:
+        ax.set_title(title)
+    ax.legend()
+    return ax

@@ -124,6 +124,14 @@ def test_checks13_14_18_rounds_within_the_ldp_budget(sigma, q, per_round, eps, d
                                 budget=moments_budget(eps, delta)) == rounds
 
 
+@pytest.mark.parametrize("sigma,rounds", [(4.0, 12), (6.0, 28), (8.0, 52), (10.0, 81), (16.0, 210)])
+def test_check18_rounds_within_the_fednore_budget(sigma, rounds):  # P2: TF-Privacy orders, improved conversion
+    from fedlib.privacy import DEFAULT_ORDERS, PrivacyBudget
+
+    assert rounds_within_budget(noise_multiplier=sigma, sample_rate=0.01, steps_per_round=50,
+                                budget=PrivacyBudget(0.2703, 1e-6), orders=DEFAULT_ORDERS) == rounds
+
+
 def test_checks15_16_lcdp_deltas_and_cdp_epsilons():
     from fedlib.privacy import RDPAccountant
 

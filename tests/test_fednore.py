@@ -152,3 +152,31 @@ def test_fednore1_bound_constants_show_the_cards_caveats():
     # at the thesis's scale (n = 600, σ = 8, λ = 1) the n^{3/2} term makes the bound vacuous
     assert fednore1_nonconvex_bound(52, 1.0, lam=1.0, noise_multiplier=8.0, n=600, sensitivity=1.0, rho=1.0,
                                     beta=1.0) > 1e6
+
+
+def test_chapter_variants_sweeps_and_budget_cut():
+    from fedlib.experiments.fednore import FULL, MLP, TrackRun, sweep_rounds, variants
+
+    mlp_run = FULL.runs[0]
+    names = [v.name for v in variants(mlp_run)]
+    assert len(names) == len(set(names))  # names are checkpoint keys: they must be unique
+    sweep = {v.sigma: v.rounds for v in variants(mlp_run) if v.group == "sigma"}
+    assert sweep[4.0] == 12 and sweep[6.0] == 28 and sweep[10.0] == 52  # min(52, rounds within ε = 0.2703)
+    assert sweep_rounds(mlp_run, 8.0) == 52
+    quick = TrackRun(MLP, sigma=64.0, rounds=15, lam_scale=(0.125, 0.5), lam2=(25.0,), sigmas=(32.0,),
+                     sweep_lam=(0.0, 25.0), sweep_budget=False)
+    by_name = {v.name: v for v in variants(quick)}
+    assert by_name["σ = 32: Fed-nore-2 margin, λ2 = 25"].lam2 == 12.5  # the name shows the paper's λ, the run λ × scale
+    assert by_name["σ = 32: plain DPFL"].rounds == 15
+    assert by_name["Fed-nore-1 literal"].lam1 == 0.125 * MLP.lam1[0]
+    cnn = FULL.runs[1]
+    assert {v.lr for v in variants(cnn) if v.group == "lr"} == {0.01, 1.0}
+
+
+def test_chapter_config_errors_name_the_parameter():
+    from fedlib.experiments.fednore import CNN, MLP, TrackRun
+
+    with pytest.raises(ValueError, match="sweep_lam"):
+        TrackRun(MLP, sigmas=(4.0,), sweep_lam=(3.0, 0.0))  # 3 is not in the λ1 grid, whose runs the sweep reuses
+    with pytest.raises(ValueError, match="learning-rate sweep"):
+        TrackRun(CNN, lam1=(), lrs=(0.01,))

@@ -51,3 +51,18 @@ def test_documented_non_reproductions_are_not_surprises():
     res.add_claim("odd", "reproduces after all", True, "", expected=False)
     assert [c["id"] for c in res.surprises()] == ["bad", "odd"]
     assert "not reproduced (documented)" in claims_markdown(res) and "holds, unexpectedly" in claims_markdown(res)
+
+
+def test_plot_table_plots_sorted_columns_of_matching_rows():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from fedlib.plotting import plot_table
+
+    res = Results("fednore", "quick", 0, {})
+    res.add_table("s", "sweep", [{"t": "a", "x": 2, "y": 0.5, "z": None}, {"t": "a", "x": 1, "y": 0.7, "z": 0.1},
+                                 {"t": "b", "x": 3, "y": 0.9, "z": 0.2}])
+    ax = plot_table(res, "s", "x", {"y": "Y", "z": "Z"}, where={"t": "a"})
+    (y_line, z_line) = ax.get_lines()
+    assert list(y_line.get_xdata()) == [1, 2] and list(y_line.get_ydata()) == [0.7, 0.5]
+    assert list(z_line.get_xdata()) == [1] and [t.get_text() for t in ax.get_legend().get_texts()] == ["Y", "Z"]

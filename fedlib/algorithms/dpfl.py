@@ -8,6 +8,7 @@ mechanism with q = 1/M per participating client, the CDP accountant one with q =
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from fedlib.fl import Algorithm, CentralGaussian, GaussianNoise, NormBound, ServerOptimizer, TopK
@@ -64,9 +65,13 @@ def cdp_fl(noise_multiplier: float, *, budget: PrivacyBudget | None = None) -> A
 
 
 def rounds_within_budget(*, noise_multiplier: float, sample_rate: float, steps_per_round: int,
-                         budget: PrivacyBudget, max_rounds: int = 100_000) -> int:
-    """How many rounds fit in ``budget`` (the thesis's stopping rule: stop before the next round overspends)."""
-    acc = RDPAccountant(MOMENTS_ORDERS)
+                         budget: PrivacyBudget, orders: Sequence[float] = MOMENTS_ORDERS,
+                         max_rounds: int = 100_000) -> int:
+    """How many rounds fit in ``budget`` (the thesis's stopping rule: stop before the next round overspends).
+
+    The default orders are §3.2's moments accountant (P1); §3.3 uses TF-Privacy's orders (P2,
+    :data:`~fedlib.privacy.DEFAULT_ORDERS`)."""
+    acc = RDPAccountant(orders)
     for t in range(max_rounds):
         if acc.would_exceed(budget, noise_multiplier=noise_multiplier, sample_rate=sample_rate,
                             steps=steps_per_round):
