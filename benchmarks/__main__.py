@@ -9,23 +9,24 @@ import platform
 
 import torch
 
-from benchmarks import fl_round
+from benchmarks import attacks, fl_round
 from fedlib.experiments.common import set_threads
 
-ROWS = [fl_round]
+ROWS = [fl_round, attacks]
 
 
 def main() -> int:
     threads = set_threads()
     print(f"machine: {platform.machine()}, {platform.processor() or 'cpu'}; torch {torch.__version__}, "
           f"{threads} threads")
-    print(f"{'benchmark':32s} {'s/round':>9s} {'ratio':>7s} {'% GEMM peak':>12s}")
+    print(f"{'benchmark':32s} {'s/step':>9s} {'ratio':>7s} {'% GEMM peak':>12s}  (step: FL round / attack iteration)")
     for module in ROWS:
         for row in module.run():
             if "gflops" in row:
                 print(f"{row['row']:32s} {row['gflops']:9.1f} GFLOP/s")
                 continue
-            print(f"{row['row']:32s} {row['s_per_round']:9.3f} {row['ratio']:6.2f}x {row['peak_pct']:11.0f}%")
+            peak = f"{row['peak_pct']:11.0f}%" if "peak_pct" in row else ""
+            print(f"{row['row']:32s} {row['s_per_round']:9.4f} {row['ratio']:6.2f}x {peak}")
     return 0
 
 

@@ -11,6 +11,15 @@ def test_parameter_counts_of_the_thesis_models():  # spec card ch3 §9 check 22
     assert num_parameters(build_model("cnn_cifar", generator=make_generator(0))) == 94_666
 
 
+def test_chapter4_models():  # spec card ch4 §9 check 12
+    cnn6 = build_model("cnn6", generator=make_generator(0))
+    assert num_parameters(cnn6) == 154_266 and cnn6(torch.zeros(2, 3, 32, 32)).shape == (2, 10)
+    assert cnn6[:-1](torch.zeros(2, 3, 32, 32)).shape == (2, 3200)  # the flatten size of Table 4.2
+    mlp_cifar100 = build_model("mlp", generator=make_generator(0), in_features=3072, hidden=(1024,) * 3,
+                               num_classes=100)
+    assert num_parameters(mlp_cifar100) == 5_348_452
+
+
 @pytest.mark.parametrize("name,shape", [("mlp", (4, 1, 28, 28)), ("cnn_mnist", (4, 1, 28, 28)),
                                         ("cnn_cifar", (4, 3, 32, 32))])
 def test_forward_shapes(name, shape):

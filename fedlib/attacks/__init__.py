@@ -1,0 +1,27 @@
+"""Reconstruction attacks on shared gradients and the metrics that score them (thesis 001 ch. 4)."""
+
+from fedlib.attacks.inversion import (
+    AttackConfig,
+    attack_objective,
+    gradient_cosine_distance,
+    gradient_euclidean_distance,
+    model_gradient,
+    reconstruct,
+    recover_label,
+    total_variation,
+)
+from fedlib.attacks.metrics import (
+    cosine_similarity,
+    euclidean_distance,
+    evaluator_similarity,
+    leakage_probability,
+    leakage_scores,
+    psnr,
+    ssim,
+)
+
+__all__ = [
+    "AttackConfig", "attack_objective", "gradient_cosine_distance", "gradient_euclidean_distance", "model_gradient",
+    "reconstruct", "recover_label", "total_variation", "cosine_similarity", "euclidean_distance",
+    "evaluator_similarity", "leakage_probability", "leakage_scores", "psnr", "ssim",
+]

@@ -1,0 +1,176 @@
+"""Reconstruction attacks and their metrics (spec card ch4 §9 checks 4-9 and the iDLG label rule)."""
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from fedlib.attacks import (
+    AttackConfig,
+    attack_objective,
+    cosine_similarity,
+    euclidean_distance,
+    evaluator_similarity,
+    leakage_probability,
+    leakage_scores,
+    model_gradient,
+    psnr,
+    reconstruct,
+    recover_label,
+    ssim,
+    total_variation,
+)
+from reference import inversefed_style_attack
+
+
+def tiny_mlp(seed: int = 0) -> nn.Module:
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Flatten(), nn.Linear(768, 64), nn.ReLU(), nn.Linear(64, 10))
+
+
+def params_of(model: nn.Module) -> dict:
+    return {k: v.detach() for k, v in model.named_parameters()}
+
+
+def stacked(params: dict, k: int, r: int = 1) -> dict:
+    return {n: p.expand(k, r, *p.shape) for n, p in params.items()}
+
+
+def test_check6_total_variation_is_anisotropic_mean_abs_difference():
+    x = torch.tensor([[[[0.0, 1.0, 3.0], [0.0, 0.0, 0.0]]]])  # (1, 1, 2, 3)
+    # horizontal |differences|: 1, 2, 0, 0 -> mean 0.75; vertical: 0, 1, 3 -> mean 4/3
+    assert float(total_variation(x)) == pytest.approx(0.75 + 4 / 3)
+
+
+def test_check4_objectives_at_the_true_images_are_the_tv_term():
+    model = tiny_mlp()
+    x, y = torch.rand(2, 3, 16, 16), torch.tensor([3, 7])
+    params = params_of(model)
+    target = model_gradient(model, params, x, y)
+    rounds = {k: v.unsqueeze(0) for k, v in params.items()}
+    for objective in ("cosine", "euclidean"):
+        cfg = AttackConfig(objective=objective, tv=0.01)
+        value = attack_objective(model, rounds, x, y, target, cfg)
+        assert float(value) == pytest.approx(0.01 * float(total_variation(x)), abs=1e-6)
+
+
+def test_all_round_objective_sums_the_dummy_gradients_over_rounds():
+    model = tiny_mlp()
+    x, y = torch.rand(1, 3, 16, 16), torch.tensor([2])
+    p1 = params_of(model)
+    p2 = {k: v + 0.01 * torch.randn_like(v) for k, v in p1.items()}
+    g1, g2 = model_gradient(model, p1, x, y), model_gradient(model, p2, x, y)
+    summed = {k: g1[k] + g2[k] for k in g1}
+    rounds = {k: torch.stack([p1[k], p2[k]]) for k in p1}
+    assert float(attack_objective(model, rounds, x, y, summed, AttackConfig(tv=0.0))) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_batched_attacks_equal_one_at_a_time_reference():
+    model = tiny_mlp()
+    params = params_of(model)
+    gen = torch.Generator().manual_seed(1)
+    k = 3
+    truth = torch.rand(k, 2, 3, 16, 16, generator=gen)
+    labels = torch.randint(0, 10, (k, 2), generator=gen)
+    targets = {n: torch.stack([model_gradient(model, params, truth[i], labels[i])[n] for i in range(k)])
+               for n in params}
+    targets = {n: t + 1e-3 * torch.randn(t.shape, generator=gen) * (i + 1) for i, (n, t) in enumerate(targets.items())}
+    x0 = torch.rand(k, 2, 3, 16, 16, generator=gen)
+    cfg = AttackConfig(iterations=20, lr=0.05)
+    batched, values = reconstruct(model, stacked(params, k), labels, targets, x0, cfg=cfg, box=(0.0, 1.0))
+    assert values.shape == (k,) and torch.isfinite(values).all()
+    for i in range(k):
+        ref = inversefed_style_attack(tiny_mlp(), params, labels[i], {n: t[i] for n, t in targets.items()}, x0[i], cfg,
+                                0.0, 1.0)
+        assert torch.allclose(batched[i], ref, atol=1e-5)
+
+
+def test_check5_reconstructions_stay_in_the_box():
+    model = tiny_mlp()
+    params = params_of(model)
+    x, y = torch.rand(1, 1, 3, 16, 16), torch.tensor([[4]])
+    target = {n: g.unsqueeze(0) for n, g in model_gradient(model, params, x[0], y[0]).items()}
+    lo, hi = torch.tensor([-0.5, 0.0, 0.1]).view(3, 1, 1), torch.tensor([0.5, 1.0, 0.9]).view(3, 1, 1)
+    out, _ = reconstruct(model, stacked(params, 1), y, target, torch.randn(1, 1, 3, 16, 16) * 3,
+                         cfg=AttackConfig(iterations=5, lr=0.5), box=(lo, hi))
+    assert (out >= lo).all() and (out <= hi).all()
+
+
+def _attack_psnr(noise_std: float, seed: int) -> tuple[float, float]:
+    model = tiny_mlp(seed)
+    params = params_of(model)
+    gen = torch.Generator().manual_seed(seed)
+    truth, y = torch.rand(1, 2, 3, 16, 16, generator=gen), torch.randint(0, 10, (1, 2), generator=gen)
+    target = {n: (g + noise_std * torch.randn(g.shape, generator=gen)).unsqueeze(0)
+              for n, g in model_gradient(model, params, truth[0], y[0]).items()}
+    x0 = torch.rand(1, 2, 3, 16, 16, generator=gen)
+    out, _ = reconstruct(model, stacked(params, 1), y, target, x0, cfg=AttackConfig(iterations=400, lr=0.05),
+                         box=(0.0, 1.0))
+    return float(psnr(x0[0], truth[0]).mean()), float(psnr(out[0], truth[0]).mean())
+
+
+def test_check7_attack_recovers_images_without_noise_and_fails_with_huge_noise():
+    clean, noisy = [], []
+    for seed in (0, 1):
+        start, final = _attack_psnr(0.0, seed)
+        assert final >= start + 5.0
+        clean.append(final)
+        noisy.append(_attack_psnr(10.0, seed)[1])  # gradient entries are ~1e-2: SNR far below 0.01
+    assert sum(noisy) / 2 <= sum(clean) / 2 - 3.0
+
+
+def test_idlg_recovers_the_label_of_every_single_sample():
+    model = tiny_mlp()
+    params = params_of(model)
+    x = torch.rand(30, 3, 16, 16)
+    for i in range(30):
+        label = torch.tensor([i % 10])
+        g = model_gradient(model, params, x[i:i + 1], label)
+        assert recover_label(g["3.weight"]) == i % 10
+    with pytest.raises(ValueError, match="last_weight_grad"):
+        recover_label(torch.zeros(10))
+
+
+def test_check8_metrics_on_known_images():
+    x = torch.rand(2, 3, 16, 16)
+    assert math.isinf(float(psnr(x, x)[0]))
+    assert torch.allclose(cosine_similarity(x, x), torch.ones(2)) and torch.allclose(euclidean_distance(x, x),
+                                                                                      torch.zeros(2), atol=1e-5)
+    zero, half = torch.zeros(1, 3, 16, 16), torch.full((1, 3, 16, 16), 0.5)
+    assert float(psnr(zero, half)) == pytest.approx(10 * math.log10(1 / 0.25))  # 6.02 dB
+    assert torch.allclose(ssim(x, x), torch.ones(2))
+    far = torch.rand(2, 3, 16, 16, generator=torch.Generator().manual_seed(5))
+    assert float(ssim(far, x).max()) < 0.2
+    d = 3 * 16 * 16
+    assert float(euclidean_distance(far, x).mean()) == pytest.approx(math.sqrt(2 * d), rel=0.1)  # unrelated: ≈ √(2d)
+    with pytest.raises(ValueError, match="shape"):
+        psnr(x, x[:1])
+
+
+def test_check9_leakage_probability_hand_example():
+    cs, ed = torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0])
+    assert torch.allclose(leakage_scores(cs, ed, total_noise=0.0), torch.tensor([0.5, -0.5]))
+    assert leakage_probability(cs, ed, total_noise=0.0) == 0.5
+    # ρ = min(σC, 0.1): σC = 1 gives ρ = 0.1 on both terms
+    assert torch.allclose(leakage_scores(cs, ed, total_noise=1.0), torch.tensor([0.4, -0.6]))
+    assert torch.allclose(leakage_scores(cs, ed, total_noise=0.001), torch.tensor([0.499, -0.501]))
+    with pytest.raises(ValueError, match="alpha2"):
+        leakage_scores(cs, ed, total_noise=0.0, alpha2=2.0)
+
+
+def test_evaluator_similarity_is_one_and_zero_for_identical_inputs():
+    torch.manual_seed(0)
+    evaluators = [nn.Sequential(nn.Flatten(), nn.Linear(768, 10)) for _ in range(2)]
+    x = torch.rand(4, 3, 16, 16)
+    cs, ed = evaluator_similarity(evaluators, x, x)
+    assert torch.allclose(cs, torch.ones(4)) and torch.allclose(ed, torch.zeros(4))
+    cs2, ed2 = evaluator_similarity(evaluators, torch.rand(4, 3, 16, 16), x)
+    assert (ed2 >= 0).all() and (ed2 <= 1).all() and (cs2 <= 1 + 1e-6).all()
+
+
+def test_bad_attack_config_names_the_parameter():
+    with pytest.raises(ValueError, match="objective"):
+        AttackConfig(objective="l1")
+    with pytest.raises(ValueError, match="iterations"):
+        AttackConfig(iterations=0)
