@@ -64,3 +64,26 @@ def plot_table(results: Results, table_id: str, x: str, columns: dict[str, str],
         ax.set_title(title)
     ax.legend()
     return ax
+
+
+def image_grid(results: Results, names: Sequence[str], *, labels: Sequence[str] | None = None, columns: int = 8,
+               title: str | None = None) -> plt.Figure:
+    """One row per image batch of ``results.images`` (the first ``columns`` images of each), labelled on the left."""
+    labels = list(labels) if labels is not None else list(names)
+    if len(labels) != len(names):
+        raise ValueError(f"labels must have one entry per name ({len(names)}), got {len(labels)}")
+    cols = min(columns, min(len(results.images[n]) for n in names))
+    fig, axes = plt.subplots(len(names), cols, figsize=(1.1 * cols + 1.6, 1.1 * len(names) + 0.4), squeeze=False)
+    for row, (name, label) in enumerate(zip(names, labels)):
+        for col in range(cols):
+            ax = axes[row][col]
+            ax.imshow(results.images[name][col])
+            ax.set_xticks([])
+            ax.set_yticks([])
+            for spine in ax.spines.values():
+                spine.set_visible(False)
+        axes[row][0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig

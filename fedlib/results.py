@@ -74,6 +74,8 @@ class Results:
     claims: list[dict[str, Any]] = field(default_factory=list)
     series: dict[str, dict[str, Any]] = field(default_factory=dict)
     environment: dict[str, str] = field(default_factory=_environment)
+    #: uint8 image batches (N, H, W, C) by name; saved beside the JSON as ``<chapter>.images.npz``
+    images: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.chapter not in CHAPTERS:
@@ -101,6 +103,15 @@ class Results:
         """Add a curve (e.g. accuracy over rounds)."""
         self.series[name] = {"x": _clean(list(x)), "y": _clean(list(y)), "label": label or name}
 
+    def add_images(self, name: str, images: Any) -> None:
+        """Add a batch of images (N, C, H, W) with values in [0, 1] (e.g. reconstructions), stored as uint8."""
+        import numpy as np
+
+        arr = np.asarray(images, dtype=np.float32)
+        if arr.ndim != 4:
+            raise ValueError(f"images must have shape (N, C, H, W), got {arr.shape}")
+        self.images[name] = np.round(np.clip(arr, 0, 1) * 255).astype(np.uint8).transpose(0, 2, 3, 1)
+
     def claim(self, claim_id: str) -> dict[str, Any]:
         for c in self.claims:
             if c["id"] == claim_id:
@@ -114,7 +125,13 @@ class Results:
         """Write ``<root>/<mode>/<chapter>.json`` and return its path."""
         path = self.path(root)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(_clean(asdict(self)), indent=1) + "\n")
+        data = asdict(self)
+        images = data.pop("images")
+        path.write_text(json.dumps(_clean(data), indent=1) + "\n")
+        if images:
+            import numpy as np
+
+            np.savez_compressed(path.with_suffix(".images.npz"), **images)
         return path
 
 
@@ -123,7 +140,13 @@ def load_results(chapter: str, mode: str = "quick", root: str | Path | None = No
     path = Path(root or results_dir()) / mode / f"{chapter}.json"
     if not path.exists():
         raise FileNotFoundError(f"no results at {path}; run `python -m fedlib run {chapter} --mode {mode}` first")
-    return Results(**json.loads(path.read_text()))
+    results = Results(**json.loads(path.read_text()))
+    if path.with_suffix(".images.npz").exists():
+        import numpy as np
+
+        with np.load(path.with_suffix(".images.npz")) as npz:
+            results.images = {k: npz[k] for k in npz.files}
+    return results
 
 
 def _fmt(value: Any) -> str:

@@ -9,6 +9,8 @@ from torch import nn
 from fedlib.attacks import (
     AttackConfig,
     attack_objective,
+    mlp_attack_objective,
+    mlp_layer_names,
     cosine_similarity,
     euclidean_distance,
     evaluator_similarity,
@@ -33,8 +35,9 @@ def params_of(model: nn.Module) -> dict:
     return {k: v.detach() for k, v in model.named_parameters()}
 
 
-def stacked(params: dict, k: int, r: int = 1) -> dict:
-    return {n: p.expand(k, r, *p.shape) for n, p in params.items()}
+def one_round(params: dict) -> dict:
+    """The weights of a one-round attack shared by every attack: (R = 1, *shape)."""
+    return {n: p.unsqueeze(0) for n, p in params.items()}
 
 
 def test_check6_total_variation_is_anisotropic_mean_abs_difference():
@@ -66,6 +69,27 @@ def test_all_round_objective_sums_the_dummy_gradients_over_rounds():
     assert float(attack_objective(model, rounds, x, y, summed, AttackConfig(tv=0.0))) == pytest.approx(0.0, abs=1e-6)
 
 
+@pytest.mark.parametrize("objective", ["cosine", "euclidean"])
+@pytest.mark.parametrize("num_rounds", [1, 3])
+def test_mlp_objective_equals_the_generic_one(objective, num_rounds):
+    model = nn.Sequential(nn.Flatten(), nn.Linear(48, 16), nn.ReLU(), nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 5))
+    params = params_of(model)
+    gen = torch.Generator().manual_seed(3)
+    rounds = {n: p + 0.1 * torch.randn(num_rounds, *p.shape, generator=gen) for n, p in params.items()}
+    x, y = torch.rand(4, 3, 4, 4, generator=gen), torch.tensor([0, 4, 4, 2])
+    target = {n: torch.randn(p.shape, generator=gen) for n, p in params.items()}
+    cfg = AttackConfig(objective=objective)
+    layers = mlp_layer_names(model)
+    assert layers == [("1.weight", "1.bias"), ("3.weight", "3.bias"), ("5.weight", "5.bias")]
+    xa, xb = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    generic = attack_objective(model, rounds, xa, y, target, cfg)
+    fast = mlp_attack_objective(layers, rounds, xb, y, target, cfg)
+    assert float(fast.detach()) == pytest.approx(float(generic.detach()), rel=1e-5)
+    (ga,), (gb,) = torch.autograd.grad(generic, [xa]), torch.autograd.grad(fast, [xb])
+    assert torch.allclose(ga, gb, rtol=1e-4, atol=1e-7)
+    assert mlp_layer_names(nn.Sequential(nn.Conv2d(3, 4, 3), nn.Flatten(), nn.Linear(16, 2))) is None
+
+
 def test_batched_attacks_equal_one_at_a_time_reference():
     model = tiny_mlp()
     params = params_of(model)
@@ -78,12 +102,33 @@ def test_batched_attacks_equal_one_at_a_time_reference():
     targets = {n: t + 1e-3 * torch.randn(t.shape, generator=gen) * (i + 1) for i, (n, t) in enumerate(targets.items())}
     x0 = torch.rand(k, 2, 3, 16, 16, generator=gen)
     cfg = AttackConfig(iterations=20, lr=0.05)
-    batched, values = reconstruct(model, stacked(params, k), labels, targets, x0, cfg=cfg, box=(0.0, 1.0))
+    batched, values = reconstruct(model, one_round(params), labels, targets, x0, cfg=cfg, box=(0.0, 1.0))
     assert values.shape == (k,) and torch.isfinite(values).all()
     for i in range(k):
         ref = inversefed_style_attack(tiny_mlp(), params, labels[i], {n: t[i] for n, t in targets.items()}, x0[i], cfg,
                                 0.0, 1.0)
         assert torch.allclose(batched[i], ref, atol=1e-5)
+
+
+def test_batched_generic_path_equals_reference_for_a_conv_net_with_per_attack_weights():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.LeakyReLU(0.2), nn.Flatten(), nn.Linear(4 * 8 * 8, 5))
+    base = params_of(model)
+    gen = torch.Generator().manual_seed(2)
+    per_attack = [{n: p + 0.05 * torch.randn(p.shape, generator=gen) for n, p in base.items()} for _ in range(2)]
+    truth, labels = torch.rand(2, 1, 3, 8, 8, generator=gen), torch.tensor([[1], [3]])
+    targets = {n: torch.stack([model_gradient(model, per_attack[i], truth[i], labels[i])[n] for i in range(2)])
+               for n in base}
+    rounds = {n: torch.stack([per_attack[i][n] for i in range(2)]).unsqueeze(1) for n in base}  # (K, R = 1, ...)
+    x0 = torch.rand(2, 1, 3, 8, 8, generator=gen)
+    cfg = AttackConfig(iterations=10, lr=0.05)
+    out, _ = reconstruct(model, rounds, labels, targets, x0, cfg=cfg, box=(0.0, 1.0))
+    for i in range(2):
+        ref = inversefed_style_attack(model, per_attack[i], labels[i], {n: t[i] for n, t in targets.items()}, x0[i],
+                                      cfg, 0.0, 1.0)
+        assert torch.allclose(out[i], ref, atol=1e-5)
+    with pytest.raises(ValueError, match="rounds"):
+        reconstruct(model, base, labels, targets, x0, cfg=cfg, box=(0.0, 1.0))
 
 
 def test_check5_reconstructions_stay_in_the_box():
@@ -92,7 +137,7 @@ def test_check5_reconstructions_stay_in_the_box():
     x, y = torch.rand(1, 1, 3, 16, 16), torch.tensor([[4]])
     target = {n: g.unsqueeze(0) for n, g in model_gradient(model, params, x[0], y[0]).items()}
     lo, hi = torch.tensor([-0.5, 0.0, 0.1]).view(3, 1, 1), torch.tensor([0.5, 1.0, 0.9]).view(3, 1, 1)
-    out, _ = reconstruct(model, stacked(params, 1), y, target, torch.randn(1, 1, 3, 16, 16) * 3,
+    out, _ = reconstruct(model, one_round(params), y, target, torch.randn(1, 1, 3, 16, 16) * 3,
                          cfg=AttackConfig(iterations=5, lr=0.5), box=(lo, hi))
     assert (out >= lo).all() and (out <= hi).all()
 
@@ -105,7 +150,7 @@ def _attack_psnr(noise_std: float, seed: int) -> tuple[float, float]:
     target = {n: (g + noise_std * torch.randn(g.shape, generator=gen)).unsqueeze(0)
               for n, g in model_gradient(model, params, truth[0], y[0]).items()}
     x0 = torch.rand(1, 2, 3, 16, 16, generator=gen)
-    out, _ = reconstruct(model, stacked(params, 1), y, target, x0, cfg=AttackConfig(iterations=400, lr=0.05),
+    out, _ = reconstruct(model, one_round(params), y, target, x0, cfg=AttackConfig(iterations=400, lr=0.05),
                          box=(0.0, 1.0))
     return float(psnr(x0[0], truth[0]).mean()), float(psnr(out[0], truth[0]).mean())
 

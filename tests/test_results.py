@@ -66,3 +66,36 @@ def test_plot_table_plots_sorted_columns_of_matching_rows():
     (y_line, z_line) = ax.get_lines()
     assert list(y_line.get_xdata()) == [1, 2] and list(y_line.get_ydata()) == [0.7, 0.5]
     assert list(z_line.get_xdata()) == [1] and [t.get_text() for t in ax.get_legend().get_texts()] == ["Y", "Z"]
+
+
+def test_images_are_stored_beside_the_json_as_uint8(tmp_path):
+    import numpy as np
+
+    res = Results("privacy_eval", "quick", 0, {})
+    img = np.zeros((2, 3, 4, 4), dtype=np.float32)
+    img[1] = 1.0
+    img[0, 0, 0, 0] = 2.0  # clipped to 1
+    res.add_images("recon", img)
+    res.save(tmp_path)
+    assert "images" not in json.loads((tmp_path / "quick" / "privacy_eval.json").read_text())
+    back = load_results("privacy_eval", "quick", tmp_path)
+    assert back.images["recon"].shape == (2, 4, 4, 3) and back.images["recon"].dtype == np.uint8
+    assert back.images["recon"][0, 0, 0, 0] == 255 and back.images["recon"][1].min() == 255
+    with pytest.raises(ValueError, match="N, C, H, W"):
+        res.add_images("bad", np.zeros((3, 4, 4)))
+
+
+def test_image_grid_has_one_row_per_batch():
+    import matplotlib
+    import numpy as np
+
+    matplotlib.use("Agg")
+    from fedlib.plotting import image_grid
+
+    res = Results("privacy_eval", "quick", 0, {})
+    res.add_images("a", np.random.rand(5, 3, 8, 8))
+    res.add_images("b", np.random.rand(5, 3, 8, 8))
+    fig = image_grid(res, ["a", "b"], labels=["truth", "σ = 1"], columns=4)
+    assert len(fig.axes) == 8 and fig.axes[4].get_ylabel() == "σ = 1"
+    with pytest.raises(ValueError, match="labels"):
+        image_grid(res, ["a", "b"], labels=["x"])

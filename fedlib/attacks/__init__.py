@@ -5,6 +5,8 @@ from fedlib.attacks.inversion import (
     attack_objective,
     gradient_cosine_distance,
     gradient_euclidean_distance,
+    mlp_attack_objective,
+    mlp_layer_names,
     model_gradient,
     reconstruct,
     recover_label,
@@ -21,7 +23,8 @@ from fedlib.attacks.metrics import (
 )
 
 __all__ = [
-    "AttackConfig", "attack_objective", "gradient_cosine_distance", "gradient_euclidean_distance", "model_gradient",
-    "reconstruct", "recover_label", "total_variation", "cosine_similarity", "euclidean_distance",
-    "evaluator_similarity", "leakage_probability", "leakage_scores", "psnr", "ssim",
+    "AttackConfig", "attack_objective", "gradient_cosine_distance", "gradient_euclidean_distance",
+    "mlp_attack_objective", "mlp_layer_names", "model_gradient", "reconstruct", "recover_label", "total_variation",
+    "cosine_similarity", "euclidean_distance", "evaluator_similarity", "leakage_probability", "leakage_scores",
+    "psnr", "ssim",
 ]

@@ -15,12 +15,15 @@ settings, restarts) as one vectorised computation.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call, grad, grad_and_value, vmap
+
+from fedlib.fl.backprop import mlp_linears
 
 Params = dict[str, Tensor]
 
@@ -83,34 +86,90 @@ def attack_objective(model: nn.Module, rounds: Params, x: Tensor, y: Tensor, tar
     return distance(g, target) + cfg.tv * total_variation(x)
 
 
+def mlp_layer_names(model: nn.Module) -> list[tuple[str, str]] | None:
+    """(weight, bias) parameter names of every Linear layer if ``model`` is a ReLU MLP stack, else None."""
+    linears = mlp_linears(model)
+    if linears is None:
+        return None
+    names = {id(m): n for n, m in model.named_modules()}
+    return [(f"{names[id(m)]}.weight", f"{names[id(m)]}.bias") for m in linears]
+
+
+def mlp_attack_objective(layers: list[tuple[str, str]], rounds: Params, x: Tensor, y: Tensor, target: Params,
+                         cfg: AttackConfig) -> Tensor:
+    """:func:`attack_objective` for a ReLU MLP, without forming the dummy gradient.
+
+    The dummy gradient of layer l is D_l^T A_l (eqs. 2.6-2.10: D the output gradients dz of the mean
+    cross-entropy, A the layer inputs; all rounds' samples stacked), so ⟨g, G⟩ = Σ_l Σ(D_l ⊙ A_l T_l^T) and
+    ‖g‖² = Σ_l Σ((D_l D_l^T) ⊙ (A_l A_l^T)) (the ghost-norm identity), plus the bias terms. Same value as the
+    generic objective; the per-attack weight gradients (millions of entries for the thesis's MLP) are never
+    materialised, which is what makes many attacks at once cheap.
+    """
+    num_rounds = rounds[layers[0][0]].shape[0]
+    num_classes = target[layers[-1][1]].shape[-1]
+    onehot = (torch.arange(num_classes) == y[:, None]).to(x.dtype)
+    inputs: list[list[Tensor]] = [[] for _ in layers]
+    grads_out: list[list[Tensor]] = [[] for _ in layers]
+    for r in range(num_rounds):
+        a, pre = x.reshape(len(x), -1), []
+        for i, (w, b) in enumerate(layers):
+            inputs[i].append(a)
+            pre.append(a @ rounds[w][r].T + rounds[b][r])
+            a = torch.relu(pre[-1])
+        dz = (torch.softmax(pre[-1], dim=1) - onehot) / len(y)  # (2.6), mean over the batch
+        for i in range(len(layers) - 1, -1, -1):
+            grads_out[i].append(dz)
+            if i:
+                dz = (dz @ rounds[layers[i][0]][r]) * (pre[i - 1] > 0)  # (2.10), (2.7)
+    dot, sq = x.new_zeros(()), x.new_zeros(())
+    for (w, b), a_list, d_list in zip(layers, inputs, grads_out):
+        a, d = torch.cat(a_list), torch.cat(d_list)
+        dot = dot + (d * (a @ target[w].T)).sum() + d.sum(0) @ target[b]
+        sq = sq + ((d @ d.T) * (a @ a.T)).sum() + d.sum(0).pow(2).sum()
+    tn = sum(t.pow(2).sum() for t in target.values())
+    if cfg.objective == "cosine":
+        distance = 1 - dot / (sq.sqrt() * tn.sqrt())
+    else:
+        distance = (sq - 2 * dot + tn).clamp_min(0).sqrt()
+    return distance + cfg.tv * total_variation(x)
+
+
 def reconstruct(model: nn.Module, rounds: Params, labels: Tensor, targets: Params, x0: Tensor, *,
                 cfg: AttackConfig, box: tuple[Tensor | float, Tensor | float]) -> tuple[Tensor, Tensor]:
     """Run K attacks at once.
 
     Args:
         model: the architecture (its own parameters are not used).
-        rounds: weights per attack and round, each tensor of shape (K, R, *param_shape); shared weights can be
-            passed as ``t.expand(K, ...)`` views without copying.
+        rounds: the weights of every round to match, each tensor of shape (R, ...) (R rounds, then the
+            parameter's shape) when all attacks share them, or (K, R, ...).
         labels: (K, B) the labels of each attacked batch (known to the attacker).
-        targets: the shared gradients, each tensor (K, *param_shape) (for all-round: the sum over rounds).
+        targets: the shared gradients, each tensor (K, ...) (for all-round: the sum over rounds).
         x0: (K, B, C, H, W) the dummy images to start from.
         cfg: attack hyper-parameters.
         box: lower and upper pixel bounds (in the model's input space), broadcastable to (C, H, W).
+
+    ReLU MLPs use :func:`mlp_attack_objective`, every other model the generic :func:`attack_objective`.
 
     Returns:
         The reconstructions (K, B, C, H, W) and the final objective value of each attack (K,).
     """
     k = x0.shape[0]
-    if labels.shape[:1] != (k,) or any(t.shape[0] != k for t in targets.values()) or any(
-            w.shape[0] != k for w in rounds.values()):
-        raise ValueError(f"x0, labels, targets and rounds must share the leading attack dimension K = {k}")
-    step = vmap(grad_and_value(attack_objective, argnums=2), in_dims=(None, 0, 0, 0, 0, None))
+    extra = {rounds[n].ndim - p.ndim for n, p in model.named_parameters()}
+    if extra not in ({1}, {2}):
+        raise ValueError("rounds must hold every parameter as (R, *shape) (shared) or (K, R, *shape) (per attack)")
+    shared = extra == {1}
+    if labels.shape[:1] != (k,) or any(t.shape[0] != k for t in targets.values()) or (
+            not shared and any(w.shape[0] != k for w in rounds.values())):
+        raise ValueError(f"x0, labels, targets (and per-attack rounds) must share the leading dimension K = {k}")
+    layers = mlp_layer_names(model)
+    objective = partial(mlp_attack_objective, layers) if layers else partial(attack_objective, model)
+    step = vmap(grad_and_value(objective, argnums=1), in_dims=(None if shared else 0, 0, 0, 0, None))
     lo, hi = box
     x = x0.detach().clone()
     m, v = torch.zeros_like(x), torch.zeros_like(x)
     (b1, b2), value = cfg.betas, torch.full((k,), float("nan"))
     for t in range(1, cfg.iterations + 1):
-        g, value = step(model, rounds, x, labels, targets, cfg)
+        g, value = step(rounds, x, labels, targets, cfg)
         if cfg.signed:
             g = g.sign()
         # torch.optim.Adam's update, for all attacks at once

@@ -1,0 +1,85 @@
+"""Thesis 001 ch. 4: the user-level DP (UDP) client whose shared gradients the reconstruction attacks target.
+
+A4.1/A4.2 (spec card ch4): each round the client clips what it shares to C (eq. 4.1) — flat, per layer (each
+tensor to C; the card's reading of Table 4.1, §7.2) or at the running median of its own norms (§4.2.6) — and
+adds N(0, (σC/n)²) to every coordinate (eq. 4.2; n its number of samples). In the single-end (SE) setting the
+client shares the mean cross-entropy gradient of its n images at the round's starting weights and then trains
+one epoch with Adam (lr 0.01) on them (spec card §7.1, ``shared="gradient"``); the trajectory W^0, W^1, ... does not
+depend on the noise, so one trajectory serves every noise setting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from fedlib.privacy import RunningMedian, clip_by_norm, clip_per_layer, gaussian_noise
+
+Params = dict[str, Tensor]
+ClipMode = Literal["flat", "per_layer", "median"]
+
+
+def privatize(grad: Params, *, bound: float, noise_multiplier: float, num_samples: int, generator: torch.Generator,
+              mode: ClipMode = "per_layer", median: RunningMedian | None = None) -> Params:
+    """ḡ = clip(g, C) + N(0, (σ C / n)² I) (eqs. 4.1-4.2).
+
+    ``mode="median"`` clips each tensor at the running median of its norms in ``median`` (updated with this
+    round's norms, so round 1 is not clipped) and uses that bound in the noise std; ``bound`` is then unused.
+    """
+    if mode not in ("flat", "per_layer", "median"):
+        raise ValueError(f"mode must be 'flat', 'per_layer' or 'median', got {mode!r}")
+    if num_samples < 1:
+        raise ValueError(f"num_samples must be >= 1, got {num_samples!r}")
+    if not noise_multiplier >= 0:
+        raise ValueError(f"noise_multiplier must be >= 0, got {noise_multiplier!r}")
+    names = list(grad)
+    flat = torch.cat([grad[k].flatten() for k in names])
+    sizes = [grad[k].numel() for k in names]
+    starts = torch.tensor([0, *sizes]).cumsum(0).tolist()
+    slices = [slice(a, b) for a, b in zip(starts, starts[1:])]
+    if mode == "flat":
+        clipped, stds = clip_by_norm(flat, bound), [noise_multiplier * bound / num_samples] * len(names)
+    else:
+        if mode == "median":
+            if median is None:
+                raise ValueError("mode='median' needs the client's RunningMedian (median=...)")
+            bounds = median.observe(0, torch.stack([flat[s].norm() for s in slices]))
+        else:
+            bounds = torch.full((len(names),), float(bound))
+        clipped = clip_per_layer(flat, slices, bounds)
+        stds = [noise_multiplier * float(b) / num_samples for b in bounds]
+    return {k: clipped[s].view_as(grad[k]) + gaussian_noise(grad[k].shape, std, generator=generator)
+            for k, s, std in zip(names, slices, stds)}
+
+
+@dataclass
+class Trajectory:
+    """What an SE client shared over T rounds: the starting weights of each round and the true gradients."""
+
+    weights: list[Params]  # W^{t-1}, t = 1..T
+    grads: list[Params]  # g_t: mean cross-entropy gradient of the client's images at W^{t-1}
+
+
+def single_end_trajectory(model: nn.Module, x: Tensor, y: Tensor, *, rounds: int, batch_size: int, lr: float = 0.01,
+                          generator: torch.Generator) -> Trajectory:
+    """Run the SE client of A4.2 for ``rounds`` rounds (one Adam epoch of batch ``batch_size`` per round) and
+    record, per round, W^{t-1} and the clean gradient it shares (before :func:`privatize`)."""
+    params = [p for p in model.parameters()]
+    opt = torch.optim.Adam(params, lr=lr)
+    names = [n for n, _ in model.named_parameters()]
+    weights, grads = [], []
+    for _ in range(rounds):
+        weights.append({n: p.detach().clone() for n, p in zip(names, params)})
+        g = torch.autograd.grad(F.cross_entropy(model(x), y), params)
+        grads.append({n: t.detach() for n, t in zip(names, g)})
+        order = torch.randperm(len(y), generator=generator)
+        for s in range(0, len(y), batch_size):
+            batch = order[s:s + batch_size]
+            opt.zero_grad()
+            F.cross_entropy(model(x[batch]), y[batch]).backward()
+            opt.step()
+    return Trajectory(weights, grads)
