@@ -88,9 +88,11 @@ def test_tiny_chapter_run_writes_the_tables_and_images(tmp_path):
     from fedlib.results import load_results
 
     tiny = dataclasses.replace(QUICK, images=4, hidden=(32,), batch_size=2, rounds=2, evaluator_epochs=1,
-                               attack=AttackConfig(iterations=3, lr=0.05))
+                               attack=AttackConfig(iterations=3, lr=0.05), fl_clients=2, fl_images=4, fl_epochs=1)
     res = run(tiny, seed=0)
-    for table in ("T4.1", "T4.3", "T4.5"):
+    assert [(r["setting"], r["C"]) for r in res.tables["T4.4"]["rows"]] == [("FL", 0.1), ("FL", 1.0), ("SE", 0.1),
+                                                                           ("SE", 1.0)]
+    for table in ("T4.1", "T4.3", "T4.4", "T4.5"):
         rows = res.tables[table]["rows"]
         assert rows and all("paper" in r and r["ours"] is not None for r in rows)
     assert {c["id"] for c in res.claims} >= {"psnr_falls_with_noise", "larger_c_leaks_more",
@@ -110,3 +112,30 @@ def test_chapter_bad_input_names_the_parameter():
 
     with pytest.raises(ValueError, match="images"):
         run(dataclasses.replace(QUICK, images=101))
+    with pytest.raises(ValueError, match="download the full CIFAR-100"):  # the offline subset has 1,117 images
+        run(dataclasses.replace(QUICK, fl_clients=40, fl_images=100, attack=AttackConfig(iterations=1),
+                                evaluator_epochs=1, rounds=1))
+
+
+def test_udp_fl_trace_averages_the_privatised_updates():
+    from fedlib.algorithms.udp import udp_fl_trace
+    from fedlib.fl import LocalSGD
+
+    def model():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Flatten(), nn.Linear(12, 5))
+
+    x, y = torch.rand(8, 3, 2, 2), torch.arange(8) % 5
+    clients = [torch.arange(0, 4), torch.arange(4, 8)]
+    kw = dict(rounds=2, local=LocalSGD(1, 2), lr=0.1, bound=100.0, seed=3)
+    final = model()
+    clean = udp_fl_trace(final, x, y, clients, noise_multiplier=0.0, **kw)
+    again = udp_fl_trace(model(), x, y, clients, noise_multiplier=0.0, attacked=1, **kw)
+    w0, w1 = clean.weights
+    # σ = 0 and an inactive bound: FedAvg with uniform weights, W^1 = W^0 − mean of the two updates
+    for n in w0:
+        assert torch.allclose(w1[n], w0[n] - (clean.shared[0][n] + again.shared[0][n]) / 2, atol=1e-6)
+    w2 = {n: w1[n] - (clean.shared[1][n] + again.shared[1][n]) / 2 for n in w1}
+    assert all(torch.allclose(p, w2[n], atol=1e-6) for n, p in final.named_parameters())  # model ends at W^T
+    noisy = udp_fl_trace(model(), x, y, clients, noise_multiplier=1.0, **kw)
+    assert not torch.equal(noisy.shared[0]["1.weight"], clean.shared[0]["1.weight"])

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fedlib.algorithms.udp import privatize, single_end_trajectory
+from fedlib.algorithms.udp import privatize, single_end_trajectory, udp_fl_trace
 from fedlib.attacks import (
     AttackConfig,
     cosine_similarity,
@@ -57,6 +57,9 @@ T43 = {(0.1, 0.001): (20.8497, 0.59, 0.0322), (0.1, 0.01): (20.7342, 0.58, 0.032
        (10.0, 0.001): (20.1703, 0.54, 0.0439), (10.0, 0.01): (10.4285, 0.26, 0.3385),
        ("median", 0.001): (28.3672, 0.59, 0.0078), ("median", 0.01): (26.7709, 0.57, 0.0080),
        ("median", 0.1): (17.1509, 0.53, 0.0856), ("median", 1.0): (8.9232, 0.23, 0.4054)}
+#: Table 4.4 (all-round attack, σ not stated: σC = 0.04, spec §7.5): (setting, C) -> (PSNR, Prob leak, LPIPS)
+T44 = {("FL", 0.1): (12.56, 0.57, 0.1916), ("FL", 1.0): (12.76, 0.54, 0.1991), ("FL", 10.0): (11.00, 0.21, 0.2332),
+       ("SE", 0.1): (12.42, 0.55, 0.2202), ("SE", 1.0): (12.40, 0.51, 0.2224), ("SE", 10.0): (10.69, 0.25, 0.2330)}
 #: Table 4.5 (Euclidean rows; the cosine rows are Table 4.3's): (C, σ) -> (PSNR, Prob leak, LPIPS)
 T45_EUCLIDEAN = {(0.1, 0.01): (17.1171, 0.54, 0.1146), (0.1, 0.1): (16.6834, 0.54, 0.1164),
                  (1.0, 0.01): (20.0328, 0.5, 0.0829), (1.0, 0.1): (12.1396, 0.21, 0.2525),
@@ -100,6 +103,14 @@ class PrivacyEvalConfig:
     #: (per-layer clipping inactive) and at C = 1 (active)
     curves: tuple[tuple[float, float], ...] = ((10.0, 0.001), (10.0, 0.01), (1.0, 0.01), (1.0, 0.1))
     claim_curve: tuple[float, float] = (10.0, 0.01)  # the all-round claim is checked on this curve
+    #: Table 4.4: SE vs FL, all-round manner, σ = t44_total_noise / C, metrics averaged over the rounds
+    t44: tuple[float, ...] = (0.1, 1.0)
+    t44_total_noise: float = 0.04
+    fl_clients: int = 4  # thesis: 40 clients x 100 random images, batch 20, 5 local epochs, local SGD lr 0.01
+    fl_images: int = 8
+    fl_batch_size: int = 4
+    fl_epochs: int = 5
+    fl_lr: float = 0.01
     evaluator_epochs: int = 8
     delta: float = 1e-5
     accountant_q: float = 0.25  # A4.7: batch 25 of n = 100
@@ -111,7 +122,8 @@ FULL = PrivacyEvalConfig(
     images=100, hidden=(1024, 1024, 1024), batch_size=25, rounds=15, attack=AttackConfig(),
     t41=tuple((s, c) for s in (0.001, 0.01, 0.1, 1.0) for c in (0.1, 0.4, 1.0)),
     t43=tuple(k for k in T43), euclidean=tuple(T45_EUCLIDEAN),
-    curves=((10.0, 0.001), (10.0, 0.01), (1.0, 0.001), (1.0, 0.01), (1.0, 0.1), (1.0, 1.0)), evaluator_epochs=30)
+    curves=((10.0, 0.001), (10.0, 0.01), (1.0, 0.001), (1.0, 0.01), (1.0, 0.1), (1.0, 1.0)), t44=(0.1, 1.0, 10.0),
+    fl_clients=40, fl_images=100, fl_batch_size=20, evaluator_epochs=30)
 
 
 def sigma_scale(images: int, parameters: int) -> float:
@@ -177,6 +189,7 @@ def run(config: PrivacyEvalConfig = QUICK, *, mode: str = "quick", seed: int = 0
         if s.round == 1 and s.manner == "one-round":
             res.add_images(s.name, recon[s])
     _tables(res, cfg, settings, metrics, scale, d, median_bound)
+    _t44(res, cfg, metrics, _fl_metrics(cfg, model, scale, x0, evaluators, seed, progress))
     _curves(res, cfg, metrics)
     _claims(res, cfg, metrics)
     res.elapsed_s = time.perf_counter() - began
@@ -189,6 +202,7 @@ def _settings(cfg: PrivacyEvalConfig) -> list[Setting]:
     for t in range(1, cfg.rounds + 1):
         for c, s in cfg.curves:
             out += [Setting(c, s, round=t), Setting(c, s, manner="all-round", round=t)]
+        out += [Setting(c, cfg.t44_total_noise / c, manner="all-round", round=t) for c in cfg.t44]
     return list(dict.fromkeys(out))  # drop repeats, keep order
 
 
@@ -226,6 +240,52 @@ def _attack(model, cfg: PrivacyEvalConfig, traj, settings: list[Setting], noisy,
                              cfg=dataclasses.replace(cfg.attack, objective=objective), box=(0.0, 1.0))
         recon.update(zip(members, out))
     return recon
+
+
+def _fl_metrics(cfg: PrivacyEvalConfig, model, scale: float, x0, evaluators, seed: int, progress: bool
+                ) -> dict[float, list[dict]]:
+    """Table 4.4's FL side: a UDP-FL run per C (the noise changes the global model), client 0 attacked with the
+    all-round manner after every round; the metrics of every round."""
+    train = load_dataset("cifar100", train=True, normalize=False)
+    need = cfg.fl_clients * cfg.fl_images
+    if need > len(train):
+        raise ValueError(f"the FL setting needs fl_clients × fl_images = {need} CIFAR-100 training images; the "
+                         f"dataset at hand has {len(train)} (the offline subset): download the full CIFAR-100")
+    idx = torch.randperm(len(train), generator=make_generator(seed, "fl-images"))[:need].view(cfg.fl_clients, -1)
+    out = {}
+    for c in _progress(cfg.t44, progress):
+        trace = udp_fl_trace(fresh_model("mlp", seed, in_features=3072, hidden=cfg.hidden, num_classes=100),
+                             train.x, train.y, list(idx), rounds=cfg.rounds,
+                             local=LocalSGD(cfg.fl_epochs, cfg.fl_batch_size), lr=cfg.fl_lr, bound=c,
+                             noise_multiplier=cfg.t44_total_noise / c * scale, seed=seed)
+        x, y = train.x[idx[0]], train.y[idx[0]]
+        per_round = []
+        for t in range(1, cfg.rounds + 1):
+            rounds = {n: torch.stack([w[n] for w in trace.weights[:t]]) for n in trace.weights[0]}
+            target = {n: sum(g[n] for g in trace.shared[:t]).unsqueeze(0) for n in trace.weights[0]}
+            rec, _ = reconstruct(model, rounds, y[None], target, x0[:, :len(y)], cfg=cfg.attack, box=(0.0, 1.0))
+            per_round.append(_metrics(rec[0], x, evaluators, cfg.t44_total_noise))
+        out[c] = per_round
+    return out
+
+
+def _t44(res: Results, cfg: PrivacyEvalConfig, metrics, fl: dict[float, list[dict]]) -> None:
+    """Table 4.4 (means over the rounds) and Fig. 4.6 (attack loss per round, SE vs FL)."""
+    rows = []
+    ts = list(range(1, cfg.rounds + 1))
+    for where in ("FL", "SE"):
+        for c in cfg.t44:
+            per = fl[c] if where == "FL" else [
+                metrics[Setting(c, cfg.t44_total_noise / c, manner="all-round", round=t)] for t in ts]
+            res.add_series(f"se_fl/{where}/C = {c:g}", ts, [p["mse"] for p in per], label=f"{where}, C = {c:g}")
+            m = {k: sum(p[k] for p in per) / len(per) for k in per[0]}
+            paper = T44.get((where, c), (None, None, None))
+            rows.append({"setting": where, "C": c, "sigma": cfg.t44_total_noise / c, "paper": paper[0],
+                         "ours": m["psnr"], "prob_leak_paper": paper[1], "prob_leak": m["prob_leak"],
+                         "lpips_paper": paper[2], "ssim": m["ssim"]})
+    res.add_table("T4.4", f"Table 4.4: SE vs FL, all-round attack, σC = {cfg.t44_total_noise:g}, metrics averaged over "
+                  f"{cfg.rounds} rounds (FL: {cfg.fl_clients} clients × {cfg.fl_images} images, client 0 attacked)",
+                  rows)
 
 
 def _progress(items, progress: bool):
