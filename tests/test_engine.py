@@ -213,3 +213,14 @@ def test_autograd_path_with_a_penalty_trains(small_fed):
 def test_divergence_stops_training_with_a_flag(small_fed):
     out = run(small_fed, cfg(rounds=5, lr=1e6))
     assert out.diverged and out.rounds_completed < 5 and out.metrics[-1]["diverged"] == 1.0
+
+
+def test_as_dict_names_the_flat_vector_in_parameter_order():
+    from fedlib.fl.params import as_dict, get_flat
+
+    model = mlp()
+    named = as_dict(model, get_flat(model))
+    assert list(named) == [n for n, _ in model.named_parameters()]
+    assert all(torch.equal(named[n], p.detach()) for n, p in model.named_parameters())
+    with pytest.raises(ValueError, match="entries"):
+        as_dict(model, torch.zeros(3))

@@ -117,25 +117,22 @@ def test_chapter_bad_input_names_the_parameter():
                                 evaluator_epochs=1, rounds=1))
 
 
-def test_udp_fl_trace_averages_the_privatised_updates():
-    from fedlib.algorithms.udp import udp_fl_trace
-    from fedlib.fl import LocalSGD
+def test_check14_udp_fl_without_noise_and_clipping_is_fedavg_and_noise_std_is_sigma_c_over_n():
+    from fedlib.algorithms.udp import udp_fl
+    from fedlib.data.datasets import Split
+    from fedlib.fl import FLConfig, LocalSGD, run_federated
 
     def model():
         torch.manual_seed(0)
-        return nn.Sequential(nn.Flatten(), nn.Linear(12, 5))
+        return nn.Sequential(nn.Flatten(), nn.Linear(300, 50), nn.ReLU(), nn.Linear(50, 5))
 
-    x, y = torch.rand(8, 3, 2, 2), torch.arange(8) % 5
-    clients = [torch.arange(0, 4), torch.arange(4, 8)]
-    kw = dict(rounds=2, local=LocalSGD(1, 2), lr=0.1, bound=100.0, seed=3)
-    final = model()
-    clean = udp_fl_trace(final, x, y, clients, noise_multiplier=0.0, **kw)
-    again = udp_fl_trace(model(), x, y, clients, noise_multiplier=0.0, attacked=1, **kw)
-    w0, w1 = clean.weights
-    # σ = 0 and an inactive bound: FedAvg with uniform weights, W^1 = W^0 − mean of the two updates
-    for n in w0:
-        assert torch.allclose(w1[n], w0[n] - (clean.shared[0][n] + again.shared[0][n]) / 2, atol=1e-6)
-    w2 = {n: w1[n] - (clean.shared[1][n] + again.shared[1][n]) / 2 for n in w1}
-    assert all(torch.allclose(p, w2[n], atol=1e-6) for n, p in final.named_parameters())  # model ends at W^T
-    noisy = udp_fl_trace(model(), x, y, clients, noise_multiplier=1.0, **kw)
-    assert not torch.equal(noisy.shared[0]["1.weight"], clean.shared[0]["1.weight"])
+    gen = torch.Generator().manual_seed(4)
+    train = Split(torch.rand(16, 3, 10, 10, generator=gen), torch.arange(16) % 5, 5)
+    clients = [torch.arange(0, 8), torch.arange(8, 16)]
+    cfg = FLConfig(rounds=2, clients_per_round=2, local=LocalSGD(1, 4), lr=0.1, weighting="uniform", seed=3)
+    fedavg = run_federated(model(), train, clients, None, cfg, history="updates")
+    quiet = run_federated(model(), train, clients, None, cfg, udp_fl(1e6, 0.0), history="updates")
+    assert torch.equal(quiet.params, fedavg.params)
+    noisy = run_federated(model(), train, clients, None, cfg, udp_fl(1e6, 2e-6), history="updates")
+    noise = noisy.history.updates[0][0][:15000] - fedavg.history.updates[0][0][:15000]  # round 1: same W^0
+    assert float(noise.std()) == pytest.approx(2e-6 * 1e6 / 8, rel=0.05)  # σC/n with n = 8

@@ -18,10 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from fedlib.fl.client import LocalSGD, LocalTrainer
-from fedlib.fl.params import get_flat, set_flat
+from fedlib.fl import Algorithm, ClipPerLayer, GaussianNoise
 from fedlib.privacy import RunningMedian, clip_by_norm, clip_per_layer, gaussian_noise
-from fedlib.rng import make_generator
 
 Params = dict[str, Tensor]
 ClipMode = Literal["flat", "per_layer", "median"]
@@ -89,45 +87,8 @@ def single_end_trajectory(model: nn.Module, x: Tensor, y: Tensor, *, rounds: int
     return Trajectory(weights, grads)
 
 
-@dataclass
-class FLTrace:
-    """A UDP-FL run seen by the attacker: the starting weights of each round and one client's privatised updates."""
-
-    weights: list[Params]  # W^{t-1}, t = 1..T
-    shared: list[Params]  # ḡ_t of the attacked client
-
-
-def udp_fl_trace(model: nn.Module, x: Tensor, y: Tensor, clients: list[Tensor], *, rounds: int, local: LocalSGD,
-                 lr: float, bound: float, noise_multiplier: float, seed: int, attacked: int = 0) -> FLTrace:
-    """UDP-based DPFL (A4.1) with every client in every round: client i trains from W^t with local SGD, shares
-    ḡ_i = clip(W^t − W_i, C) + N(0, (σC/n_i)²) per layer (:func:`privatize`), and the server sets
-    W^{t+1} = W^t − mean_i ḡ_i. Batch orders and noise come from per-(round, client) streams of ``seed``.
-    ``model`` starts at W^0 and ends holding the final global model W^T."""
-    trainer = LocalTrainer(model)
-    names = [n for n, _ in model.named_parameters()]
-    shapes = [p.shape for _, p in model.named_parameters()]
-    flat = get_flat(model)
-    weights, shared = [], []
-    for t in range(rounds):
-        weights.append(_unflatten(flat, names, shapes))
-        updates = []
-        for i, idx in enumerate(clients):
-            update, _ = trainer.train(flat, x, y, idx, lr=lr, opt=local,
-                                      generator=make_generator(seed, "udp-fl-batches", t, i))
-            noisy = privatize(_unflatten(update, names, shapes), bound=bound, noise_multiplier=noise_multiplier,
-                              num_samples=len(idx), generator=make_generator(seed, "udp-fl-noise", t, i))
-            updates.append(torch.cat([noisy[k].flatten() for k in names]))
-            if i == attacked:
-                shared.append(noisy)
-        flat = flat - torch.stack(updates).mean(0)
-    set_flat(model, flat)
-    return FLTrace(weights, shared)
-
-
-def _unflatten(flat: Tensor, names: list[str], shapes: list[torch.Size]) -> Params:
-    out, start = {}, 0
-    for name, shape in zip(names, shapes):
-        size = shape.numel()
-        out[name] = flat[start:start + size].view(shape).clone()
-        start += size
-    return out
+def udp_fl(bound: float, noise_multiplier: float) -> Algorithm:
+    """UDP-based DPFL (A4.1) as an engine algorithm: each client clips every layer of its update W^t − W_i to C and
+    adds N(0, (σC/n_i)²) (eqs. 4.1-4.2); the server subtracts the uniform mean. Run it with
+    ``FLConfig(weighting="uniform")`` and ``history="updates"`` to see what the attacker sees."""
+    return Algorithm(transforms=[ClipPerLayer(bound), GaussianNoise(noise_multiplier, per_sample=True)])

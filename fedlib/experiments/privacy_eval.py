@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fedlib.algorithms.udp import privatize, single_end_trajectory, udp_fl_trace
+from fedlib.algorithms.udp import privatize, single_end_trajectory, udp_fl
 from fedlib.attacks import (
     AttackConfig,
     cosine_similarity,
@@ -30,9 +30,9 @@ from fedlib.attacks import (
 )
 from fedlib.data import load_dataset
 from fedlib.experiments.common import fresh_model
-from fedlib.fl import LocalSGD
+from fedlib.fl import FLConfig, LocalSGD, run_federated
 from fedlib.fl.client import LocalTrainer
-from fedlib.fl.params import get_flat, set_flat
+from fedlib.fl.params import as_dict, get_flat, set_flat
 from fedlib.models import num_parameters
 from fedlib.privacy import DEFAULT_ORDERS, RunningMedian, compute_rdp, rdp_to_epsilon
 from fedlib.results import Results
@@ -220,7 +220,7 @@ def _shared_gradients(cfg: PrivacyEvalConfig, traj, settings: list[Setting], sca
                       num_samples=n, generator=gen, mode="median" if bound == "median" else "per_layer",
                       median=median) for g in traj.grads]
         if median is not None:
-            median_bound = float(torch.stack(median.history[0]).median(0).values.mean())
+            median_bound = float(median.history[0][0].mean())  # round 1: the running median is its own norms
     return noisy, median_bound
 
 
@@ -254,15 +254,19 @@ def _fl_metrics(cfg: PrivacyEvalConfig, model, scale: float, x0, evaluators, see
     idx = torch.randperm(len(train), generator=make_generator(seed, "fl-images"))[:need].view(cfg.fl_clients, -1)
     out = {}
     for c in _progress(cfg.t44, progress):
-        trace = udp_fl_trace(fresh_model("mlp", seed, in_features=3072, hidden=cfg.hidden, num_classes=100),
-                             train.x, train.y, list(idx), rounds=cfg.rounds,
-                             local=LocalSGD(cfg.fl_epochs, cfg.fl_batch_size), lr=cfg.fl_lr, bound=c,
-                             noise_multiplier=cfg.t44_total_noise / c * scale, seed=seed)
+        fl_model = fresh_model("mlp", seed, in_features=3072, hidden=cfg.hidden, num_classes=100)
+        fl_cfg = FLConfig(rounds=cfg.rounds, clients_per_round=cfg.fl_clients,
+                          local=LocalSGD(cfg.fl_epochs, cfg.fl_batch_size), lr=cfg.fl_lr, weighting="uniform",
+                          seed=seed)
+        trace = run_federated(fl_model, train, list(idx), None, fl_cfg,
+                              udp_fl(c, cfg.t44_total_noise / c * scale), history="updates").history
+        weights = [as_dict(fl_model, w) for w in trace.models[:cfg.rounds]]
+        shared = [as_dict(fl_model, u[0]) for u in trace.updates]  # client 0's privatised uploads
         x, y = train.x[idx[0]], train.y[idx[0]]
         per_round = []
         for t in range(1, cfg.rounds + 1):
-            rounds = {n: torch.stack([w[n] for w in trace.weights[:t]]) for n in trace.weights[0]}
-            target = {n: sum(g[n] for g in trace.shared[:t]).unsqueeze(0) for n in trace.weights[0]}
+            rounds = {n: torch.stack([w[n] for w in weights[:t]]) for n in weights[0]}
+            target = {n: sum(g[n] for g in shared[:t]).unsqueeze(0) for n in weights[0]}
             rec, _ = reconstruct(model, rounds, y[None], target, x0[:, :len(y)], cfg=cfg.attack, box=(0.0, 1.0))
             per_round.append(_metrics(rec[0], x, evaluators, cfg.t44_total_noise))
         out[c] = per_round

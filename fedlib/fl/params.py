@@ -30,3 +30,11 @@ def set_flat(model: nn.Module, flat: Tensor) -> None:
         start += n
     if start != flat.numel():
         raise ValueError(f"flat vector has {flat.numel()} entries, the model has {start} parameters")
+
+
+def as_dict(model: nn.Module, flat: Tensor) -> dict[str, Tensor]:
+    """The flat vector split into the model's named parameter shapes (views, no copy)."""
+    if flat.numel() != sum(p.numel() for p in model.parameters()):
+        raise ValueError(f"flat vector has {flat.numel()} entries, the model has "
+                         f"{sum(p.numel() for p in model.parameters())} parameters")
+    return {name: flat[s].view_as(p) for (name, p), s in zip(model.named_parameters(), layer_slices(model))}
