@@ -3,6 +3,7 @@
     python -m fedlib run CHAPTER --mode quick|full [--out DIR] [--seed N]
     python -m fedlib privacy epsilon --sigma S --q Q --steps T --delta D
     python -m fedlib privacy sigma --epsilon E --q Q --steps T --delta D
+    python -m fedlib privacy adpdfl --epsilon E --delta D --rounds T --m-tcs M_TCS [--m-e M_E] [--clients M]
 """
 
 from __future__ import annotations
@@ -65,6 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
     eps.add_argument("--sigma", type=_positive_float, required=True, help="noise multiplier σ")
     sig = psub.add_parser("sigma", help="smallest noise multiplier that keeps T steps within (ε, δ)")
     sig.add_argument("--epsilon", type=_positive_float, required=True, help="target ε")
+    adp = psub.add_parser("adpdfl", help="ADPDFL's noise scale σ² of Theorem 8 (eq. 5.5), as claimed (m = M)")
+    adp.add_argument("--epsilon", type=_positive_float, required=True, help="target ε (< 2 log(1/δ))")
+    adp.add_argument("--delta", type=_open_unit, required=True, help="δ")
+    adp.add_argument("--rounds", type=_positive_int, required=True, help="T, communication rounds")
+    adp.add_argument("--m-tcs", type=_positive_int, required=True, help="training clients per round")
+    adp.add_argument("--m-e", type=_positive_int, default=None, help="gossip receivers per sender (gossip only)")
+    adp.add_argument("--clients", type=_positive_int, default=100, help="M, all clients (default 100)")
     for p in (eps, sig):
         p.add_argument("--q", type=_rate, required=True, help="sampling rate (clients per round / clients)")
         p.add_argument("--steps", type=_positive_int, required=True, help="number of steps (rounds)")
@@ -79,6 +87,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "privacy":
         from fedlib.privacy import RDPAccountant, calibrate_noise_multiplier
 
+        if args.quantity == "adpdfl":
+            import math
+
+            from fedlib.algorithms.adpdfl import theorem8_sigma2
+
+            try:
+                s2 = theorem8_sigma2(epsilon=args.epsilon, delta=args.delta, rounds=args.rounds, m_tcs=args.m_tcs,
+                                     num_clients=args.clients, m_e=args.m_e,
+                                     protocol="gossip" if args.m_e is not None else "pseudo_central")
+            except ValueError as err:
+                print(f"error: {err}", file=sys.stderr)
+                return 2
+            print(f"{s2:.6g}")
+            print(f"(σ = {math.sqrt(s2):.6g}; per-coordinate noise std 2Cσ/n_i)", file=sys.stderr)
+            return 0
         if args.quantity == "epsilon":
             acc = RDPAccountant()
             acc.step(noise_multiplier=args.sigma, sample_rate=args.q, steps=args.steps)

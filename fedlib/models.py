@@ -67,6 +67,15 @@ def cnn_cifar(num_classes: int = 10, fc: int | None = None) -> nn.Module:
     return _conv_net(3, 32, num_classes, fc)
 
 
+@register_model("cnn_adpdfl")
+def cnn_adpdfl(num_classes: int = 10) -> nn.Module:
+    """The CIFAR-10 CNN of thesis ch. 5 (§5.4.1): conv5x5(16)-ReLU-pool2, conv5x5(32)-ReLU-pool2, FC 512-ReLU,
+    FC 10. Padding is not stated: none (flatten 32·5·5 = 800; 429,290 parameters; spec card ch5 §7.16)."""
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 5), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(800, 512), nn.ReLU(), nn.Linear(512, num_classes))
+
+
 @register_model("cnn6")
 def cnn6(in_channels: int = 3, num_classes: int = 10) -> nn.Module:
     """CNN6 of thesis Table 4.2 for 3x32x32 inputs: six convolutions, each followed by LeakyReLU(0.2), and one

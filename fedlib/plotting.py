@@ -21,13 +21,17 @@ def apply_style() -> None:
 
 
 def plot_series(results: Results, names: Sequence[str], *, ax: Axes | None = None, xlabel: str = "round",
-                ylabel: str = "test accuracy", title: str | None = None, logy: bool = False) -> Axes:
-    """Plot the named series of a results file on one axis."""
+                ylabel: str = "test accuracy", title: str | None = None, logy: bool = False,
+                labels: Sequence[str] | None = None) -> Axes:
+    """Plot the named series of a results file on one axis (``labels`` replaces their stored legend labels)."""
     if ax is None:
         _, ax = plt.subplots()
-    for name in names:
+    if labels is not None and len(labels) != len(names):
+        raise ValueError(f"labels must have one entry per name ({len(names)}), got {len(labels)}")
+    for k, name in enumerate(names):
         s = results.series[name]
-        ax.plot(s["x"], s["y"], label=s["label"], marker="." if len(s["x"]) < 40 else None)
+        ax.plot(s["x"], s["y"], label=s["label"] if labels is None else labels[k],
+                marker="." if len(s["x"]) < 40 else None)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if logy:

@@ -16,6 +16,16 @@ def test_sigma_reference_value(capsys):
     assert float(capsys.readouterr().out) == pytest.approx(1.416, abs=1e-3)
 
 
+def test_adpdfl_noise_calculator_gives_theorem8_values(capsys):
+    base = ["privacy", "adpdfl", "--epsilon", "8", "--delta", "1e-5", "--m-tcs", "70"]
+    assert main([*base, "--rounds", "20"]) == 0
+    assert float(capsys.readouterr().out) == pytest.approx(0.0033256, abs=1e-6)
+    assert main([*base, "--rounds", "50", "--m-e", "30"]) == 0
+    assert float(capsys.readouterr().out) == pytest.approx(0.249419, abs=1e-5)
+    assert main([*base, "--rounds", "50", "--m-e", "70"]) == 2
+    assert "gossip needs m_e in [1, m_tcs - 1 = 69]" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv,message", [
     (["privacy", "epsilon", "--sigma", "-1", "--q", "0.1", "--steps", "10", "--delta", "1e-5"], "--sigma: must be > 0"),
     (["privacy", "epsilon", "--sigma", "1", "--q", "2", "--steps", "10", "--delta", "1e-5"], "--q: must be in (0, 1]"),

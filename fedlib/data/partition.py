@@ -49,24 +49,31 @@ def shards(labels: Tensor, num_clients: int, *, generator: torch.Generator,
 
 
 def class_shards(labels: Tensor, num_clients: int, *, generator: torch.Generator, shards_per_client: int = 2,
-                 distinct: bool = True, max_tries: int = 100) -> Partition:
+                 distinct: bool = True, max_tries: int = 100, equal_per_class: bool = False) -> Partition:
     """Single-label shards (thesis §3.3: "sorted by class into 200 single-label shards", 2 per client).
 
     Every class c is cut into round(n_c / s) near-equal shards, s = N / (num_clients * shards_per_client),
     so no shard straddles two classes (McMahan's sort-and-chunk cannot promise that when class counts
     are not multiples of s). Shards are dealt at random; with ``distinct`` the deal is redrawn until no
     client holds two shards of one class. For MNIST and 100 clients this gives 200 shards of 292-308.
+    ``equal_per_class``: every class is cut into the same number of shards instead (thesis §5.4.1: "each class
+    split into 20 shards"), so shard sizes follow the class sizes (MNIST: 271-337).
     """
     n = len(labels)
     if not isinstance(shards_per_client, int) or shards_per_client < 1:
         raise ValueError(f"shards_per_client must be a positive int, got {shards_per_client!r}")
     _check_clients(num_clients * shards_per_client, n)
     size = n / (num_clients * shards_per_client)
+    classes = torch.unique(labels).tolist()
+    if equal_per_class and (num_clients * shards_per_client) % len(classes):
+        raise ValueError(f"equal_per_class needs num_clients * shards_per_client ({num_clients * shards_per_client}) "
+                         f"to be a multiple of the number of classes ({len(classes)})")
     pieces, owner_class = [], []
-    for c in torch.unique(labels).tolist():
+    for c in classes:
         idx = torch.nonzero(labels == c).flatten()
         idx = idx[torch.randperm(len(idx), generator=generator)]
-        for piece in torch.tensor_split(idx, max(1, round(len(idx) / size))):
+        count = num_clients * shards_per_client // len(classes) if equal_per_class else max(1, round(len(idx) / size))
+        for piece in torch.tensor_split(idx, count):
             pieces.append(piece)
             owner_class.append(c)
     if len(pieces) != num_clients * shards_per_client:

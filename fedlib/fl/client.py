@@ -101,7 +101,7 @@ class LocalTrainer:
         for _ in range(opt.epochs):
             order = indices[torch.randperm(n, generator=generator)]
             xs, ys = x[order], y[order]  # one gather per epoch; batches are contiguous slices
-            total = torch.zeros(())
+            total = torch.zeros((), device=x.device)
             for s in range(steps):
                 batch = slice(s * opt.batch_size, (s + 1) * opt.batch_size)
                 grads, loss = self.gradients(xs[batch], ys[batch], anchor)

@@ -1,0 +1,236 @@
+"""The ADPDFL training loop (Alg. 5.1): M distributed clients, each with its own model, no central server.
+
+Each round m_tcs DCs are drawn uniformly from those with rounds left, train locally (the engine's
+:class:`~fedlib.fl.LocalTrainer`, per-client random streams), privatise their update (eqs. 5.2-5.4) and
+exchange it by gossip (A5.2) or through a temporary leader (A5.3). Models live in one (M, d) tensor; every
+DC's model is evaluated in batches with ``torch.func``; the run checkpoints and resumes like
+:func:`fedlib.fl.run_federated`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import torch
+from torch import Tensor, nn
+
+from fedlib.algorithms.adpdfl import PROTOCOLS, choose_leader, gossip_graph, mixing_matrix, privatize
+from fedlib.data.datasets import Split
+from fedlib.fl import LocalSGD, LocalTrainer, get_flat, sample_clients
+from fedlib.fl.engine import _save_checkpoint
+from fedlib.rng import make_generator
+
+
+@dataclass(frozen=True)
+class DecentralizedConfig:
+    """One ADPDFL (or non-private DFL) run.
+
+    Attributes:
+        protocol: ``"gossip"`` (A5.2) or ``"pseudo_central"`` (A5.3).
+        rounds: T.
+        training_clients: m_tcs, DCs drawn per round.
+        exchange: m_e, receivers of each gossip sender (gossip only).
+        local: local SGD (E, B).
+        lr: γ, the local learning rate.
+        bound: C, the clipping bound (eq. 5.2); None: no clipping (the non-private baselines, B5.1).
+        sigma: σ, the noise multiplier of std σ·2C/n_i (eq. 5.3); 0: no noise.
+        sync: pseudo-central DCs start each round from the latest leader model (spec card §7.6); False: the
+            literal Alg. 5.1, each DC trains from the model it last received.
+        include_self: a gossip DC averages its own noisy update with the m_e it receives (§7.5).
+        max_rounds_per_client: a DC stops volunteering after this many rounds (A5.1; default T, never binding).
+        seed: the seed of every random stream.
+    """
+
+    protocol: Literal["gossip", "pseudo_central"]
+    rounds: int
+    training_clients: int
+    exchange: int | None = None
+    local: LocalSGD = LocalSGD(1, 50)
+    lr: float = 0.001
+    bound: float | None = 1.0
+    sigma: float = 0.0
+    sync: bool = True
+    include_self: bool = True
+    max_rounds_per_client: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
+        for name in ("rounds", "training_clients"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if self.protocol == "gossip" and (self.exchange is None or not 1 <= self.exchange < self.training_clients):
+            raise ValueError(f"gossip needs exchange (m_e) in [1, training_clients - 1 = "
+                             f"{self.training_clients - 1}], got {self.exchange!r}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr!r}")
+        if self.bound is not None and not self.bound > 0:
+            raise ValueError(f"bound must be > 0 or None, got {self.bound!r}")
+        if not self.sigma >= 0:
+            raise ValueError(f"sigma must be >= 0, got {self.sigma!r}")
+        if self.sigma > 0 and self.bound is None:
+            raise ValueError("sigma > 0 needs a clipping bound (the sensitivity 2C/n_i is unknown without one)")
+
+
+@dataclass
+class DecentralizedResult:
+    """Outcome of :func:`run_decentralized`.
+
+    Attributes:
+        models: every DC's final model (M, d).
+        leader_model: the latest leader model (pseudo-central) or the mean of the DCs' models (gossip).
+        metrics: one dict per round: ``accuracy`` (the thesis's metric: the best test accuracy of any model
+            of a training DC, before or after aggregation, §5.4.1), ``mean_after`` (mean over the training
+            DCs after aggregation), ``leader``/``participants`` of the round.
+        rounds_completed: rounds run (fewer than T if too few DCs had rounds left).
+    """
+
+    models: Tensor
+    leader_model: Tensor
+    metrics: list[dict[str, float]]
+    rounds_completed: int
+    elapsed_s: float
+
+    @property
+    def final_accuracy(self) -> float:
+        return self.metrics[-1]["accuracy"] if self.metrics else float("nan")
+
+    def series(self, key: str = "accuracy") -> tuple[list[int], list[float]]:
+        return [int(m["round"]) for m in self.metrics], [float(m[key]) for m in self.metrics]
+
+
+@torch.no_grad()
+def evaluate_many(model: nn.Module, params: Tensor, x: Tensor, y: Tensor, *, models_per_batch: int = 32,
+                  samples_per_batch: int = 2000) -> Tensor:
+    """Test accuracy of each row of ``params`` (k, d), all models at once with ``torch.func.vmap``."""
+    from torch.func import functional_call, vmap
+
+    names = [n for n, _ in model.named_parameters()]
+    shapes = [p.shape for _, p in model.named_parameters()]
+    sizes = [p.numel() for _, p in model.named_parameters()]
+    model.eval()
+
+    def logits(flat: Tensor, xb: Tensor) -> Tensor:
+        parts = torch.split(flat, sizes)
+        return functional_call(model, {n: p.view(s) for n, p, s in zip(names, parts, shapes)}, (xb,))
+
+    batched = vmap(logits, in_dims=(0, None))
+    correct = torch.zeros(len(params), dtype=torch.long, device=params.device)
+    for i in range(0, len(params), models_per_batch):
+        chunk = params[i:i + models_per_batch]
+        for s in range(0, len(y), samples_per_batch):
+            pred = batched(chunk, x[s:s + samples_per_batch]).argmax(-1)
+            correct[i:i + len(chunk)] += (pred == y[s:s + samples_per_batch]).sum(-1)
+    return correct.double() / len(y)
+
+
+def _fingerprint(config: DecentralizedConfig, clients: Sequence[Tensor], num_params: int) -> dict:
+    return {"config": dataclasses.asdict(config), "client_sizes": [len(c) for c in clients],
+            "num_params": num_params}
+
+
+def run_decentralized(model: nn.Module, train: Split, clients: Sequence[Tensor], test: Split,
+                      config: DecentralizedConfig, *, init: Tensor | None = None, checkpoint: str | Path | None = None,
+                      progress: bool = False, device: str | torch.device | None = None) -> DecentralizedResult:
+    """Run ADPDFL FL-TRAINING (Alg. 5.1) with GOSSIPCOMM or FAKECENCOMM (Alg. 5.2).
+
+    Args:
+        model: the network; its parameters are W^0 (every DC starts from it) unless ``init`` is given.
+        train, clients: training samples and each DC's indices into them.
+        test: the global test set of the evaluation (§5.4.1).
+        config: protocol, m_tcs, m_e, local training, C, σ.
+        checkpoint: file to save the run to after every round; an existing one for the same configuration
+            is resumed from (same numbers as an uninterrupted run).
+        device: where models and data live (default: the CPU). The random streams stay on the CPU, so
+            the sampled clients, graphs, leaders and batches do not depend on it.
+    """
+    cfg = config
+    num_clients = len(clients)
+    if cfg.training_clients > num_clients:
+        raise ValueError(f"training_clients ({cfg.training_clients}) exceeds the number of DCs ({num_clients})")
+    if any(len(c) == 0 for c in clients):
+        raise ValueError("every DC needs at least one sample; got an empty one")
+    device = torch.device(device or "cpu")
+    model = model.to(device)
+    x, y, tx, ty = train.x.to(device), train.y.to(device), test.x.to(device), test.y.to(device)
+    trainer = LocalTrainer(model)
+    w0 = (init if init is not None else get_flat(model)).detach().to(device)
+    max_rounds = cfg.max_rounds_per_client or cfg.rounds
+    state = {"round": 0, "models": w0.expand(num_clients, -1).clone(), "leader_model": w0.clone(),
+             "leader": None, "counts": torch.zeros(num_clients, dtype=torch.long), "metrics": []}
+    fingerprint = _fingerprint(cfg, clients, w0.numel())
+    path = Path(checkpoint) if checkpoint is not None else None
+    if path is not None and path.exists():
+        saved = torch.load(path, weights_only=False, map_location=device)
+        if saved["fingerprint"] != fingerprint:
+            raise ValueError(f"checkpoint {path} was written for a different configuration or partition; "
+                             "delete it or pass another path")
+        state = saved["state"]
+
+    began = time.perf_counter()
+    rounds = range(state["round"], cfg.rounds)
+    if progress:
+        from tqdm.auto import tqdm
+        rounds = tqdm(rounds, initial=state["round"], total=cfg.rounds, desc=cfg.protocol, leave=False)
+    for t in rounds:
+        eligible = torch.nonzero(state["counts"] < max_rounds).flatten().tolist()
+        if len(eligible) < cfg.training_clients:
+            break  # A5.1: training stops when too few DCs have rounds left
+        picks = sample_clients(len(eligible), cfg.training_clients, make_generator(cfg.seed, "sample", t))
+        chosen = tuple(eligible[i] for i in picks)
+        state["counts"][list(chosen)] += 1
+        _round(t, chosen, state, cfg, trainer, x, y, clients, tx, ty)
+        if path is not None:
+            _save_checkpoint(path, {"fingerprint": fingerprint, "state": state})
+    return DecentralizedResult(state["models"], state["leader_model"], state["metrics"], len(state["metrics"]),
+                               time.perf_counter() - began)
+
+
+def _round(t: int, chosen: tuple[int, ...], state: dict, cfg: DecentralizedConfig, trainer: LocalTrainer,
+           x: Tensor, y: Tensor, clients: Sequence[Tensor], tx: Tensor, ty: Tensor) -> None:
+    """One round of Alg. 5.1 step 3 on ``state`` (models, leader model, previous leader, metrics)."""
+    models = state["models"]
+    starts = (state["leader_model"].expand(len(chosen), -1) if cfg.protocol == "pseudo_central" and cfg.sync
+              else models[list(chosen)])
+    local = torch.empty_like(starts)
+    noisy = torch.empty_like(starts)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as run_federated: a DC's update is bitwise the same on any number of cores
+    try:
+        for j, c in enumerate(chosen):  # DC-COMPUTE (Alg. 5.1 lines 28-34)
+            update, _ = trainer.train(starts[j], x, y, clients[c], lr=cfg.lr, opt=cfg.local,
+                                      generator=make_generator(cfg.seed, "train", t, c))
+            local[j] = starts[j] - update
+            noisy[j] = privatize(update, bound=cfg.bound, sigma=cfg.sigma, num_samples=len(clients[c]),
+                                 generator=make_generator(cfg.seed, "ldp_noise", t, c))
+    finally:
+        torch.set_num_threads(threads)
+    row: dict[str, float] = {"round": t + 1}
+    if cfg.protocol == "gossip":  # GOSSIPCOMM: average own + received noisy updates, W_i ← W_i − ḡ_i
+        receivers = gossip_graph(len(chosen), cfg.exchange, make_generator(cfg.seed, "graph", t))
+        mix = mixing_matrix(receivers, include_self=cfg.include_self).to(noisy)
+        after = starts - mix @ noisy
+        models[list(chosen)] = after
+        state["leader_model"] = models.mean(0)
+    else:  # FAKECENCOMM: the leader averages all m_tcs noisy updates and broadcasts W^{t+1}
+        leader = choose_leader(chosen, state["leader"], make_generator(cfg.seed, "leader", t))
+        weights = torch.full((len(chosen),), 1.0 / len(chosen), dtype=torch.float64)
+        base = state["leader_model"] if cfg.sync else models[leader]
+        new = base - weights.to(noisy) @ noisy
+        models[list(chosen)] = new
+        state["leader_model"], state["leader"] = new, leader
+        after = new[None]
+        row["leader"] = leader
+    acc_local = evaluate_many(trainer.model, local, tx, ty)
+    acc_after = evaluate_many(trainer.model, after, tx, ty)
+    row.update(accuracy=float(torch.cat([acc_local, acc_after]).max()), mean_after=float(acc_after.mean()),
+               mean_local=float(acc_local.mean()))
+    state["metrics"].append(row)
+    state["round"] = t + 1

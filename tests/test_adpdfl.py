@@ -1,0 +1,292 @@
+"""ADPDFL (thesis ch. 5): the spec card's acceptance checks (numbers in the names refer to its §9)."""
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from fedlib.algorithms.adpdfl import (
+    TrustedProxy,
+    accountant_epsilon,
+    choose_leader,
+    dp_fedavg,
+    gossip_bound,
+    gossip_graph,
+    mixing_matrix,
+    optimal_m_tcs,
+    privatize,
+    pseudo_central_bound,
+    second_eigenvalue,
+    sensitivity,
+    theorem8_epsilon,
+    theorem8_sigma2,
+)
+from fedlib.algorithms.decentralized import DecentralizedConfig, evaluate_many, run_decentralized
+from fedlib.fl import LocalSGD, run_federated, sample_clients
+from fedlib.fl.params import get_flat
+from fedlib.rng import make_generator
+from tests.helpers import cfg as fl_cfg
+from tests.helpers import mlp
+
+
+def sigma2(**kw):
+    return theorem8_sigma2(**{**dict(epsilon=8.0, delta=1e-5, rounds=20, m_tcs=70, num_clients=100,
+                                     protocol="pseudo_central"), **kw})
+
+
+def test_check1_theorem8_reference_values_and_proportionality():
+    assert sigma2() == pytest.approx(0.0033256, abs=1e-6)
+    assert sigma2(rounds=50, m_e=30, protocol="gossip") == pytest.approx(0.249419, abs=1e-5)
+    assert sigma2(m_tcs=50) == pytest.approx(0.00170, abs=5e-6)
+    assert sigma2(epsilon=1.0) == pytest.approx(0.16482, abs=5e-5)
+    assert sigma2(rounds=40) == pytest.approx(2 * sigma2())
+    assert sigma2(m_tcs=35) == pytest.approx(sigma2() / 4)
+    assert sigma2(protocol="gossip", m_e=40) == pytest.approx(2 * sigma2(protocol="gossip", m_e=20))
+    with pytest.raises(ValueError, match=r"epsilon must be in \(0, 2 log\(1/δ\) = 23.0259\)"):
+        sigma2(epsilon=23.03)
+    with pytest.raises(ValueError, match="gossip needs m_e"):
+        sigma2(protocol="gossip", m_e=70)
+
+
+def test_check2_theorem8_round_trip_recovers_epsilon():
+    for kw in (dict(), dict(protocol="gossip", m_e=30, rounds=50), dict(epsilon=2.0, m_tcs=90)):
+        eps, delta = kw.get("epsilon", 8.0), 1e-5
+        s2 = sigma2(**kw)
+        alpha = 1 + 2 * math.log(1 / delta) / eps
+        args = {**dict(delta=delta, rounds=20, m_tcs=70, num_clients=100, protocol="pseudo_central"), **kw}
+        args.pop("epsilon", None)
+        assert theorem8_epsilon(s2, alpha=alpha, **args) == pytest.approx(eps, rel=1e-9)
+
+
+def test_same_noise_without_the_anonymity_factor_costs_thousands_of_epsilon():
+    """Spec card §6.2: pseudo-central T = 50, m_tcs = 70, σ = 0.0912 gives ε in the thousands."""
+    sigma = math.sqrt(sigma2(rounds=50))
+    assert sigma == pytest.approx(0.0912, abs=1e-4)
+    assert accountant_epsilon(sigma, sample_rate=0.7, rounds=50, delta=1e-5) > 1000
+
+
+def test_check3_sensitivity_clipping_and_noise_std():
+    assert sensitivity(1.0, 600) == pytest.approx(2 / 600)
+    g = torch.randn(1_000_000, generator=torch.Generator().manual_seed(0))
+    clipped = privatize(g, bound=1.0, sigma=0.0, num_samples=50, generator=torch.Generator())
+    assert clipped.norm() == pytest.approx(1.0, abs=1e-5)
+    small = g / g.norm() * 0.5
+    assert torch.equal(privatize(small, bound=1.0, sigma=0.0, num_samples=50, generator=torch.Generator()), small)
+    noisy = privatize(g, bound=1.0, sigma=3.0, num_samples=50, generator=torch.Generator().manual_seed(1))
+    assert float((noisy - clipped).std()) == pytest.approx(2 * 1.0 * 3.0 / 50, rel=0.02)
+    with pytest.raises(ValueError, match="needs a clipping bound"):
+        privatize(g, bound=None, sigma=1.0, num_samples=50, generator=torch.Generator())
+
+
+def test_check4_selection_is_uniform_without_duplicates():
+    counts = torch.zeros(10)
+    for t in range(2000):
+        chosen = sample_clients(10, 3, make_generator(0, "sample", t))
+        assert len(set(chosen)) == 3
+        counts[list(chosen)] += 1
+    expected = 2000 * 3 / 10
+    chi2 = float(((counts - expected) ** 2 / expected).sum())
+    assert chi2 < 21.67  # the 99 % quantile of chi-square with 9 degrees of freedom
+
+
+@pytest.mark.parametrize("m,m_e", [(5, 1), (7, 3), (70, 30), (90, 89)])
+def test_check5_gossip_graph_is_regular_without_self_loops(m, m_e):
+    receivers = gossip_graph(m, m_e, torch.Generator().manual_seed(m_e))
+    assert receivers.shape == (m, m_e)
+    for i, row in enumerate(receivers.tolist()):
+        assert len(set(row)) == m_e and i not in row and all(0 <= j < m for j in row)
+    assert torch.bincount(receivers.flatten(), minlength=m).tolist() == [m_e] * m
+    with pytest.raises(ValueError, match="m_e must be an int in"):
+        gossip_graph(5, 5, torch.Generator())
+
+
+def test_check14_mixing_matrix_is_doubly_stochastic_and_rho2_in_unit_interval():
+    mix = mixing_matrix(gossip_graph(70, 30, torch.Generator().manual_seed(0)))
+    assert torch.allclose(mix.sum(0), torch.ones(70, dtype=mix.dtype))
+    assert torch.allclose(mix.sum(1), torch.ones(70, dtype=mix.dtype))
+    rho = second_eigenvalue(mix)
+    assert 0 <= rho < 1
+    assert rho == pytest.approx(0.28, abs=0.06)  # spec card §6.4 reference
+
+
+def test_check7_leader_differs_from_previous():
+    participants = (3, 5, 8)
+    for t in range(200):
+        assert choose_leader(participants, 5, torch.Generator().manual_seed(t)) in (3, 8)
+    with pytest.raises(ValueError, match="led the previous round"):
+        choose_leader((4,), 4, torch.Generator())
+
+
+def test_check10_hashed_ids_change_every_round_and_hide_indices():
+    tps = TrustedProxy(seed=0)
+    ids = {tps.hashed_id(t, 7) for t in range(50)}
+    assert len(ids) == 50
+    participants = (0, 1, 2, 3, 4)
+    view = tps.gossip_view(3, participants, gossip_graph(5, 2, torch.Generator()))
+    revealed = set(view) | {h for hs in view.values() for h in hs}
+    assert revealed.isdisjoint({str(c) for c in participants}) and len(revealed) == 5
+    assert TrustedProxy(seed=1).hashed_id(3, 0) != tps.hashed_id(3, 0)  # the salt is secret and per run
+
+
+def test_check14_theorem9_terms():
+    common = dict(rounds=50, L=1.5, zeta2=1.0, f_gap=2.0, bound=1.0, n=600)
+    assert pseudo_central_bound(70, num_clients=100, sigma2=0.0, **common)["privacy"] == 0
+    assert pseudo_central_bound(100, num_clients=100, sigma2=0.01, **common)["sampling"] == 0
+    assert gossip_bound(70, 70, rho2=0.1, sigma2=0.01, **common)["sampling"] == 0
+    with pytest.raises(ValueError, match="L must be in"):
+        pseudo_central_bound(70, num_clients=100, sigma2=0.01, **{**common, "L": 2.5})
+    # the closed-form optimum minimises the bound with σ² of Theorem 8 (m_tcs taken as real)
+    kw = dict(num_clients=100, rounds=50, L=1.5, zeta2=1e-7, bound=1.0, n=600)
+    m_star = optimal_m_tcs(epsilon=8.0, delta=1e-5, **kw)
+
+    def total(m):
+        s2 = 7 * (m / 100) ** 2 * 50 * (8 + 2 * math.log(1e5)) / (100**2 * 64)
+        return pseudo_central_bound(m, num_clients=100, rounds=50, L=1.5, zeta2=1e-7, f_gap=2.0, bound=1.0, n=600,
+                                    sigma2=s2)["total"]
+
+    assert 1 < m_star < 100
+    assert total(m_star) < min(total(m_star * 0.9), total(m_star * 1.1))
+
+
+def test_check11_metric_is_max_over_models_of_known_accuracy():
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2, bias=False))
+    x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
+    y = torch.tensor([0, 1, 0, 0])
+    right = torch.eye(2).flatten()  # predicts the argmax coordinate: 3 of 4 right
+    wrong = torch.tensor([[0.0, 1.0], [1.0, 0.0]]).flatten()  # 1 of 4
+    acc = evaluate_many(model, torch.stack([right, wrong, right]), x, y, models_per_batch=2, samples_per_batch=3)
+    assert acc.tolist() == [0.75, 0.25, 0.75]
+
+
+def dcfg(**kw):
+    return DecentralizedConfig(**{**dict(protocol="pseudo_central", rounds=3, training_clients=4, local=LocalSGD(1, 16),
+                                         lr=0.1, bound=None, sigma=0.0, seed=0), **kw})
+
+
+def test_check7_sync_pseudo_central_without_noise_is_fedavg_with_uniform_sampling(small_fed):
+    train, clients, test = small_fed
+    out = run_decentralized(mlp(), train, clients, test, dcfg())
+    ref = run_federated(mlp(), train, clients, test, fl_cfg(weighting="uniform"))
+    assert torch.equal(out.leader_model, ref.params)
+    leaders = [m["leader"] for m in out.metrics]
+    assert all(a != b for a, b in zip(leaders, leaders[1:]))
+
+
+def test_check6_gossip_update_and_untouched_dcs(small_fed):
+    train, clients, test = small_fed
+    one = run_decentralized(mlp(), train, clients, test, dcfg(protocol="gossip", exchange=2, rounds=1))
+    w0 = get_flat(mlp())
+    chosen = sample_clients(len(clients), 4, make_generator(0, "sample", 0))
+    others = [c for c in range(len(clients)) if c not in chosen]
+    assert torch.equal(one.models[others], w0.expand(len(others), -1))
+    # W_i^1 = W^0 − mean(own + received updates), the graph drawn from the round's stream
+    from fedlib.fl import LocalTrainer
+
+    trainer = LocalTrainer(mlp())
+    ups = torch.stack([trainer.train(w0, train.x, train.y, clients[c], lr=0.1, opt=LocalSGD(1, 16),
+                                     generator=make_generator(0, "train", 0, c))[0] for c in chosen])
+    receivers = gossip_graph(4, 2, make_generator(0, "graph", 0))
+    for i in range(4):
+        senders = [j for j in range(4) if i in receivers[j].tolist()]
+        expected = w0 - ups[[i, *senders]].mean(0)
+        assert torch.allclose(one.models[chosen[i]], expected, atol=1e-6)
+
+
+def test_check8_full_gossip_in_round_zero_equals_pseudo_central(small_fed):
+    train, clients, test = small_fed
+    gossip = run_decentralized(mlp(), train, clients, test, dcfg(protocol="gossip", exchange=3, rounds=1))
+    central = run_decentralized(mlp(), train, clients, test, dcfg(rounds=1))
+    chosen = list(sample_clients(len(clients), 4, make_generator(0, "sample", 0)))
+    for c in chosen:
+        assert torch.allclose(gossip.models[c], central.leader_model, atol=1e-6)
+
+
+def test_check9_non_private_equals_dp_with_sigma0_and_huge_bound(small_fed):
+    train, clients, test = small_fed
+    plain = run_decentralized(mlp(), train, clients, test, dcfg(protocol="gossip", exchange=2))
+    dp = run_decentralized(mlp(), train, clients, test, dcfg(protocol="gossip", exchange=2, bound=1e9))
+    assert torch.equal(plain.models, dp.models)
+    noisy = run_decentralized(mlp(), train, clients, test, dcfg(protocol="gossip", exchange=2, bound=1.0, sigma=1.0))
+    assert not torch.equal(plain.models, noisy.models)
+
+
+def test_literal_pseudo_central_trains_from_stale_models(small_fed):
+    train, clients, test = small_fed
+    sync = run_decentralized(mlp(), train, clients, test, dcfg(rounds=4))
+    literal = run_decentralized(mlp(), train, clients, test, dcfg(rounds=4, sync=False))
+    assert torch.equal(sync.metrics[0]["accuracy"] * torch.ones(1), literal.metrics[0]["accuracy"] * torch.ones(1))
+    assert not torch.equal(sync.leader_model, literal.leader_model)
+
+
+def test_run_is_deterministic_and_resumes_from_a_checkpoint(small_fed, tmp_path):
+    train, clients, test = small_fed
+    cfg = dcfg(protocol="gossip", exchange=2, bound=1.0, sigma=0.5, rounds=4)
+    full = run_decentralized(mlp(), train, clients, test, cfg)
+    again = run_decentralized(mlp(), train, clients, test, cfg)
+    assert torch.equal(full.models, again.models)
+    ckpt = tmp_path / "run.pt"
+    run_decentralized(mlp(), train, clients, test, dataclasses.replace(cfg, rounds=2), checkpoint=ckpt)
+    with pytest.raises(ValueError, match="different configuration"):
+        run_decentralized(mlp(), train, clients, test, cfg, checkpoint=ckpt)
+    ckpt2 = tmp_path / "run2.pt"
+    run_decentralized(mlp(), train, clients, test, cfg, checkpoint=ckpt2)
+    resumed = run_decentralized(mlp(), train, clients, test, cfg, checkpoint=ckpt2)  # already complete
+    assert torch.equal(resumed.models, full.models) and resumed.metrics == full.metrics
+
+
+def test_max_rounds_per_client_stops_training(small_fed):
+    train, clients, test = small_fed
+    out = run_decentralized(mlp(), train, clients, test, dcfg(rounds=10, training_clients=6, max_rounds_per_client=1))
+    assert out.rounds_completed == 2  # 12 DCs, 6 per round, each may train once
+
+
+def test_config_errors_name_the_parameter():
+    with pytest.raises(ValueError, match="protocol must be one of"):
+        dcfg(protocol="ring")
+    with pytest.raises(ValueError, match=r"exchange \(m_e\)"):
+        dcfg(protocol="gossip", exchange=4)
+    with pytest.raises(ValueError, match="sigma > 0 needs a clipping bound"):
+        dcfg(sigma=1.0)
+
+
+def test_dp_fedavg_noise_std_is_two_c_sigma_over_n():
+    from fedlib.fl.component import RoundContext
+    from fedlib.fl.transforms import ClientMessage
+
+    algo = dp_fedavg(bound=1.0, sigma=2.0)
+    ctx = RoundContext(0, 10, 1, (0,), [slice(0, 200_000)], 0)
+    msg = ClientMessage(0, 50, torch.zeros(200_000))
+    for tr in algo.transforms:
+        tr(msg, ctx)
+    assert float(msg.update.std()) == pytest.approx(2 * 1.0 * 2.0 / 50, rel=0.02)
+
+
+def test_check12_non_iid_partition_two_distinct_classes(mnist):
+    from fedlib.data.partition import partition
+
+    train, _ = mnist
+    clients = partition("class_shards", train.y, 100, generator=make_generator(0, "p"), equal_per_class=True)
+    assert sorted(torch.cat(clients).tolist()) == list(range(len(train)))
+    assert all(len(torch.unique(train.y[c])) == 2 for c in clients)
+    sizes = sorted(len(c) for c in clients)  # 20 shards per class: 5421 / 20 ≈ 271 to 6742 / 20 ≈ 337
+    assert sizes[0] >= 2 * 271 - 1 and sizes[-1] <= 2 * 338
+
+
+def test_tiny_chapter_run_writes_tables_and_claims(tmp_path):
+    from fedlib.experiments.adpdfl import QUICK, run
+    from fedlib.results import load_results
+
+    tiny = dataclasses.replace(QUICK, train_images=400, test_images=100, num_clients=20, rounds=2, long_rounds=2,
+                               t54_m_tcs=6, t54_m_e=2, m_tcs_sweep=(4, 8), gossip_m_tcs=(6,), gossip_m_e=(2,),
+                               t52=((6, 2),), round_sweep=(2,))
+    res = run(tiny, seed=0)
+    res.save(tmp_path)
+    back = load_results("adpdfl", "quick", tmp_path)
+    rows = back.tables["T5.4"]["rows"]
+    assert [r["framework"] for r in rows[:5]] == ["Gossip ADPDFL", "Fake-cen ADPDFL", "Gossip Non-Private",
+                                                   "Fake-cen Non-Private", "DP-FedAvg"]
+    assert all("paper" in r and r["ours"] is not None for r in rows)
+    assert {r["ours"] for r in back.tables["sigma2"]["rows"]} and all(
+        r["ours"] == pytest.approx(r["paper"], rel=5e-3) for r in back.tables["sigma2"]["rows"])
+    assert {c["id"] for c in back.claims} >= {"mnist_private_close_to_nonprivate", "mnist_learns", "bound_tradeoff"}
