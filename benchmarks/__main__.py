@@ -9,10 +9,10 @@ import platform
 
 import torch
 
-from benchmarks import attacks, fl_round
+from benchmarks import attacks, fl_round, unlearning_round
 from fedlib.experiments.common import set_threads
 
-ROWS = [fl_round, attacks]
+ROWS = [fl_round, attacks, unlearning_round]
 
 
 def main() -> int:

@@ -76,6 +76,23 @@ def cnn_adpdfl(num_classes: int = 10) -> nn.Module:
         nn.Flatten(), nn.Linear(800, 512), nn.ReLU(), nn.Linear(512, num_classes))
 
 
+@register_model("logreg")
+def logreg(in_features: int = 784, num_classes: int = 10) -> nn.Module:
+    """Multinomial logistic regression, Linear(784 → 10) on flattened pixels (seed 002's MNIST model)."""
+    return nn.Sequential(nn.Flatten(), nn.Linear(in_features, num_classes))
+
+
+@register_model("cnn_sifu")
+def cnn_sifu(in_channels: int = 1, side: int = 28, num_classes: int = 10) -> nn.Module:
+    """The authors' Fashion-MNIST CNN for seed 002 (spec card §4): conv3x3(32, pad 1)-ReLU-pool2,
+    conv3x3(64, pad 1)-ReLU-pool2, FC 256-ReLU, FC 10 (the seed's text says "three conv + two FC", A2). The
+    code's Dropout(0.1) is left out: our vectorised clients draw no dropout masks (spec deviation, noted)."""
+    flat = 64 * (side // 4) ** 2
+    return nn.Sequential(nn.Conv2d(in_channels, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(flat, 256), nn.ReLU(), nn.Linear(256, num_classes))
+
+
 @register_model("cnn6")
 def cnn6(in_channels: int = 3, num_classes: int = 10) -> nn.Module:
     """CNN6 of thesis Table 4.2 for 3x32x32 inputs: six convolutions, each followed by LeakyReLU(0.2), and one

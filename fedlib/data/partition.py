@@ -184,9 +184,52 @@ def unequal(labels: Tensor, num_clients: int, *, generator: torch.Generator, sig
     return [part.clone() for part in torch.split(perm, sizes.tolist())]
 
 
+def fixed_size(labels: Tensor, num_clients: int, *, generator: torch.Generator, samples_per_client: int,
+               alpha: float | None = None) -> Partition:
+    """Disjoint clients of exactly ``samples_per_client`` samples (seed 002 §5.1, "reduced" datasets).
+
+    ``alpha=None``: client i holds class i mod K only. Otherwise each client's class proportions are drawn from
+    Dirichlet(``alpha``) (Hsu et al. 2019) and rounded to counts by largest remainder (spec card A20). Samples
+    are drawn without replacement from a shared pool, so no two clients share a sample (the authors' code draws
+    with replacement).
+    """
+    n = len(labels)
+    if not isinstance(samples_per_client, int) or samples_per_client < 1:
+        raise ValueError(f"samples_per_client must be a positive int, got {samples_per_client!r}")
+    _check_clients(num_clients * samples_per_client, n)
+    classes = torch.unique(labels)
+    k = len(classes)
+    pools = [torch.nonzero(labels == c).flatten() for c in classes.tolist()]
+    pools = [p[torch.randperm(len(p), generator=generator)] for p in pools]
+    used = [0] * k
+    out = []
+    for i in range(num_clients):
+        counts = torch.zeros(k, dtype=torch.long)
+        if alpha is None:
+            counts[i % k] = samples_per_client
+        else:
+            if not alpha > 0:
+                raise ValueError(f"alpha must be > 0 or None, got {alpha!r}")
+            gamma = torch._standard_gamma(torch.full((k,), float(alpha), dtype=torch.float64), generator=generator)
+            share = gamma / gamma.sum() * samples_per_client
+            counts = share.floor().long()
+            rest = samples_per_client - int(counts.sum())
+            counts[torch.argsort(share - share.floor(), descending=True)[:rest]] += 1
+        parts = []
+        for c in torch.nonzero(counts).flatten().tolist():
+            take = int(counts[c])
+            if used[c] + take > len(pools[c]):
+                raise ValueError(f"class {int(classes[c])} has only {len(pools[c])} samples; {num_clients} clients "
+                                 f"of {samples_per_client} samples need more (lower num_clients or samples_per_client)")
+            parts.append(pools[c][used[c]:used[c] + take])
+            used[c] += take
+        out.append(torch.cat(parts))
+    return out
+
+
 PARTITIONERS: dict[str, Callable[..., Partition]] = {
     "iid": iid, "shards": shards, "class_shards": class_shards, "dirichlet": dirichlet,
-    "class_per_client": class_per_client, "unequal": unequal,
+    "class_per_client": class_per_client, "unequal": unequal, "fixed_size": fixed_size,
 }
 
 

@@ -102,3 +102,33 @@ def mlp_clipped_gradient_sum(linears: list[nn.Linear], x: Tensor, y: Tensor, cli
         scaled = dz * factor[:, None]
         grads += [scaled.t().mm(a), scaled.sum(0)]
     return grads, norms, losses.mean()
+
+
+@torch.no_grad()
+def batched_mlp_grads(weights: list[Tensor], biases: list[Tensor], x: Tensor, y: Tensor) -> list[Tensor]:
+    """:func:`mlp_cross_entropy_grads` for m MLPs at once, each on its own batch (eqs. 2.1-2.10 with a leading
+    client dimension: one batched matrix product per layer instead of m small ones).
+
+    Args:
+        weights, biases: per layer, (m, out, in) and (m, out).
+        x: (m, B, ...) inputs, flattened per sample; y: (m, B) labels.
+
+    Returns:
+        The gradients of each MLP's mean cross-entropy, (w_1, b_1, w_2, ...) with a leading m dimension.
+    """
+    m, b = y.shape
+    inputs, pre = [x.reshape(m, b, -1)], []
+    for k, (w, bias) in enumerate(zip(weights, biases)):
+        z = torch.baddbmm(bias.unsqueeze(1), inputs[-1], w.transpose(1, 2))
+        pre.append(z)
+        if k < len(weights) - 1:
+            inputs.append(torch.relu(z))
+    dz = torch.softmax(pre[-1], dim=-1)
+    dz.scatter_add_(-1, y.unsqueeze(-1), torch.full((m, b, 1), -1.0, dtype=dz.dtype))  # a_K − Y (2.6)
+    dz.div_(b)
+    grads: list[Tensor] = []
+    for k in range(len(weights) - 1, -1, -1):
+        grads = [torch.bmm(dz.transpose(1, 2), inputs[k]), dz.sum(1)] + grads  # (2.8), (2.9)
+        if k > 0:
+            dz = torch.bmm(dz, weights[k]).mul_(pre[k - 1] > 0)  # (2.10), (2.7)
+    return grads

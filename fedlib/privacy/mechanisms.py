@@ -83,3 +83,36 @@ def noise_norm_ratio(noise_multiplier: float, dim: int, num_samples: int = 1) ->
         raise ValueError(f"need noise_multiplier >= 0, dim >= 1 and num_samples >= 1, got {noise_multiplier!r}, "
                          f"{dim!r}, {num_samples!r}")
     return noise_multiplier * math.sqrt(dim) / num_samples
+
+
+def _phi(x: float) -> float:
+    return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+
+def gaussian_delta(epsilon: float, ratio: float) -> float:
+    """δ(ε) of the Gaussian mechanism with sensitivity/std ratio Δ/σ: its exact privacy profile
+    δ = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ) (Balle & Wang 2018, Thm 8). Valid for every ε ≥ 0,
+    unlike :func:`classic_gaussian_std`."""
+    if not epsilon >= 0:
+        raise ValueError(f"epsilon must be >= 0, got {epsilon!r}")
+    if not ratio >= 0:
+        raise ValueError(f"ratio must be >= 0, got {ratio!r}")
+    if ratio == 0:
+        return 0.0
+    return max(0.0, _phi(ratio / 2 - epsilon / ratio) - math.exp(epsilon) * _phi(-ratio / 2 - epsilon / ratio))
+
+
+def analytic_gaussian_ratio(epsilon: float, delta: float) -> float:
+    """The largest Δ/σ for which the Gaussian mechanism is (ε, δ)-DP, by bisection on :func:`gaussian_delta`
+    (the "analytic Gaussian mechanism" of Balle & Wang 2018)."""
+    if not epsilon > 0:
+        raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    lo, hi = 0.0, 1.0
+    while gaussian_delta(epsilon, hi) <= delta:
+        lo, hi = hi, 2 * hi
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if gaussian_delta(epsilon, mid) <= delta else (lo, mid)
+    return lo

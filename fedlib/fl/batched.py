@@ -1,0 +1,118 @@
+"""Many small clients trained at once: local SGD vectorised over clients with ``torch.func.vmap``.
+
+Unlearning experiments run thousands of rounds of ten clients holding 100 samples each; there the cost is
+Python overhead per client step, not arithmetic. :class:`BatchedClients` runs one step for all the round's
+clients in a single vmapped gradient call (for a linear model that is one batched matrix product), so a round
+costs about as much as one client step of :class:`~fedlib.fl.client.LocalTrainer`. Every client draws its
+mini-batches from its own generator, so a client's local model does not depend on who else was sampled.
+Clients hold equal numbers of samples, stacked as ``(M, n, ...)`` tensors (:func:`stack_clients`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.func import functional_call, grad, vmap
+
+from fedlib.data.datasets import Split
+from fedlib.fl.backprop import batched_mlp_grads, mlp_linears
+
+
+def stack_clients(data: Split, clients: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
+    """Client data as ``x`` (M, n, C, H, W) and ``y`` (M, n); every client must hold the same n samples."""
+    sizes = sorted({len(c) for c in clients})
+    if len(sizes) != 1:
+        raise ValueError(f"batched clients need equal client sizes, got sizes from {sizes[0]} to {sizes[-1]}")
+    index = torch.stack([c.long() for c in clients])
+    return data.x[index], data.y[index]
+
+
+class BatchedClients:
+    """Local SGD (optionally heavy-ball momentum, reset every round) for a batch of clients.
+
+    Args:
+        model: the network; only its architecture and buffers are used (parameters come flat).
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        self.model = model
+        self.names = [n for n, _ in model.named_parameters()]
+        self.shapes = [p.shape for _, p in model.named_parameters()]
+        self.sizes = [p.numel() for _, p in model.named_parameters()]
+        self.dim = sum(self.sizes)
+
+        def loss(params: dict[str, Tensor], x: Tensor, y: Tensor) -> Tensor:
+            return F.cross_entropy(functional_call(model, params, (x,)), y)
+
+        self._grads = vmap(grad(loss))
+        self.mlp = mlp_linears(model) is not None and len(self.names) == len(list(model.parameters()))
+
+    def _unflatten(self, flat: Tensor) -> dict[str, Tensor]:
+        parts = torch.split(flat, self.sizes, dim=1)
+        return {n: part.reshape(flat.shape[0], *s) for n, part, s in zip(self.names, parts, self.shapes)}
+
+    def _flatten(self, params: dict[str, Tensor]) -> Tensor:
+        return torch.cat([params[n].reshape(params[n].shape[0], -1) for n in self.names], dim=1)
+
+    def _gradients(self, theta: Tensor, x: Tensor, y: Tensor) -> Tensor:
+        """Each client's mean cross-entropy gradient (m, d) at its own parameters theta (m, d)."""
+        params = self._unflatten(theta)
+        if not self.mlp:
+            return self._flatten(self._grads(params, x, y))
+        tensors = [params[n] for n in self.names]
+        return self._flatten(dict(zip(self.names, batched_mlp_grads(tensors[0::2], tensors[1::2], x, y))))
+
+    def train(self, start: Tensor, x: Tensor, y: Tensor, *, steps: int, batch_size: int, lr: float,
+              momentum: float = 0.0, generators: Sequence[torch.Generator]) -> Tensor:
+        """Local models after ``steps`` SGD steps from ``start`` (SIFU's LocalWork, spec card A0).
+
+        Args:
+            start: flat start model (d,), the same for every client.
+            x, y: the clients' samples, (m, n, ...) and (m, n).
+            steps: K, local steps.
+            batch_size: B; each step draws min(B, n) of a client's samples without replacement (B ≥ n: the
+                whole client, full-batch gradient descent).
+            lr: η.
+            momentum: β of v ← β v + g, θ ← θ − η v (0: plain SGD).
+            generators: one per client, for its mini-batches.
+
+        Returns:
+            The local models θ_i (m, d).
+        """
+        m, n = y.shape
+        if len(generators) != m:
+            raise ValueError(f"need one generator per client: {m} clients, {len(generators)} generators")
+        if start.numel() != self.dim:
+            raise ValueError(f"start has {start.numel()} entries, the model has {self.dim} parameters")
+        theta = start.detach().reshape(1, -1).repeat(m, 1)
+        velocity = torch.zeros_like(theta) if momentum > 0 else None
+        rows = torch.arange(m).unsqueeze(1)
+        for _ in range(steps):
+            if batch_size >= n:
+                xb, yb = x, y
+            else:
+                idx = torch.stack([torch.randperm(n, generator=g)[:batch_size] for g in generators])
+                xb, yb = x[rows, idx], y[rows, idx]
+            g = self._gradients(theta, xb, yb)
+            if velocity is not None:
+                g = velocity.mul_(momentum).add_(g)
+            theta = theta - lr * g
+        return theta
+
+    @torch.no_grad()
+    def accuracy(self, params: Tensor, x: Tensor, y: Tensor) -> Tensor:
+        """Accuracy of flat ``params`` (d,) on each client's samples: a tensor (M,) for x (M, n, ...), y (M, n)."""
+        flat = params.reshape(1, -1)
+        logits = functional_call(self.model, {k: v[0] for k, v in self._unflatten(flat).items()},
+                                 (x.reshape(-1, *x.shape[2:]),))
+        return (logits.argmax(1) == y.reshape(-1)).reshape(y.shape).float().mean(1)
+
+    @torch.no_grad()
+    def losses(self, params: Tensor, x: Tensor, y: Tensor) -> Tensor:
+        """Per-sample cross-entropy of flat ``params`` (d,) on samples x (N, ...), y (N,)."""
+        flat = params.reshape(1, -1)
+        logits = functional_call(self.model, {k: v[0] for k, v in self._unflatten(flat).items()}, (x,))
+        return F.cross_entropy(logits, y, reduction="none")

@@ -1,0 +1,356 @@
+"""SIFU (seed 002) and its baselines: the spec card's acceptance checks (§9), on small synthetic federations
+(tests only; the chapter runs on real MNIST / Fashion-MNIST)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+from torch import nn
+
+from fedlib.data.partition import fixed_size
+from fedlib.fl.batched import BatchedClients
+from fedlib.fl.client import LocalSGD, LocalTrainer
+from fedlib.fl.params import get_flat
+from fedlib.privacy.mechanisms import analytic_gaussian_ratio, gaussian_delta
+from fedlib.rng import make_generator
+from fedlib.unlearning import (
+    FedAccum,
+    UpdateStore,
+    branch_point,
+    c_delta,
+    dp_sigma,
+    fedaccum,
+    federaser,
+    last,
+    noise_std,
+    psi_star,
+    restart_index,
+    run_stage,
+    scratch,
+    sifu,
+)
+from fedlib.unlearning.baselines import dp_step, federaser_calibrate
+from fedlib.unlearning.sifu import perturb
+from fedlib.unlearning.stage import Federation, Stage, StageConfig, fedavg_step
+
+
+def make_fed(num_clients: int = 6, n: int = 8, *, identical: bool = False, seed: int = 0) -> Federation:
+    gen = torch.Generator().manual_seed(123)
+    x = torch.randn(num_clients, n, 1, 4, 4, generator=gen)
+    y = torch.randint(0, 3, (num_clients, n), generator=gen)
+    if identical:
+        x, y = x[:1].repeat(num_clients, 1, 1, 1, 1), y[:1].repeat(num_clients, 1)
+    torch.manual_seed(seed)
+    return Federation(BatchedClients(nn.Sequential(nn.Flatten(), nn.Linear(16, 3))), x, y, seed)
+
+
+def cfg(m: int = 6, *, target: float = 1.0, min_rounds: int = 0, max_rounds: int = 12, momentum: float = 0.0,
+        batch: int = 100) -> StageConfig:
+    return StageConfig(m, 3, batch, 0.3, target, momentum=momentum, min_rounds=min_rounds, max_rounds=max_rounds)
+
+
+def fake_stage(index: int, psi: list[float], clients: int = 4) -> Stage:
+    """A stage whose every client has the Ψ history ``psi``."""
+    hist = torch.tensor(psi, dtype=torch.float64).unsqueeze(1).repeat(1, clients)
+    return Stage(index, tuple(range(clients)), torch.zeros(1), torch.zeros(1), len(psi) - 1, hist, {})
+
+
+# --- check 4 and 20: constants and the Gaussian mechanism ---
+
+def test_constants_match_the_card():
+    assert c_delta(0.01) == pytest.approx(3.107511, abs=1e-6)
+    assert psi_star(0.05, 10, 0.01) == pytest.approx(0.160900, abs=1e-6)
+    assert psi_star(0.1, 10, 0.01) == pytest.approx(0.321801, abs=1e-6)
+    assert dp_sigma(0.5, 100, 10, 0.01) == pytest.approx(0.0031075, abs=1e-7)
+    assert noise_std(psi_star(0.05, 10, 0.01), 10, 0.01) == pytest.approx(0.05)  # σ(Ψ*) = σ
+    assert noise_std(0.2, 10, 0.01) == pytest.approx(c_delta(0.01) * 0.2 / 10)
+
+
+def test_gaussian_profile_at_epsilon_10():
+    assert gaussian_delta(10, 10 / c_delta(0.01)) == pytest.approx(0.0406, abs=1e-3)
+    ratio = analytic_gaussian_ratio(10, 0.01)
+    assert ratio == pytest.approx(2.856, abs=1e-3)
+    assert gaussian_delta(10, ratio) == pytest.approx(0.01, rel=1e-6)
+    assert psi_star(0.05, 10, 0.01, "analytic") == pytest.approx(ratio * 0.05)
+
+
+@pytest.mark.parametrize("kwargs,match", [({"sigma": -1.0, "epsilon": 10, "delta": 0.01}, "sigma"),
+                                          ({"sigma": 0.1, "epsilon": 0, "delta": 0.01}, "epsilon"),
+                                          ({"sigma": 0.1, "epsilon": 10, "delta": 1.5}, "delta")])
+def test_bad_privacy_parameters_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        psi_star(**kwargs)
+
+
+# --- checks 1-3 and 11, 17: the stage engine ---
+
+def test_fedavg_step_is_the_mean_and_fixed_point():
+    start = torch.randn(5)
+    same = start.repeat(3, 1)
+    assert torch.equal(fedavg_step(start, same, (0, 1, 2), torch.Generator()), start)
+    local = torch.randn(3, 5)
+    assert torch.allclose(fedavg_step(start, local, (0, 1, 2), torch.Generator()), local.mean(0), atol=1e-6)
+
+
+def test_sensitivity_matches_explicit_reaggregation():
+    """Ψ increment = ‖Δ(I, θ^n) − Δ(I_{−c}, θ^n)‖ with full participation (eq. 8 vs eq. 45)."""
+    fed = make_fed()
+    seen = []
+    stage = run_stage(fed, cfg(max_rounds=1), get_flat(fed.trainer.model), range(6), index=0,
+                      observers=[seen.append])
+    rec = seen[0]
+    delta_all = (rec.local_models - rec.start).mean(0)
+    for c in range(6):
+        keep = [j for j in range(6) if j != c]
+        delta_without = (rec.local_models[keep] - rec.start).mean(0)
+        expected = float(torch.linalg.vector_norm((delta_all - delta_without).double()))
+        assert float(stage.psi[1, c]) == pytest.approx(expected, rel=1e-5)
+
+
+def test_identical_clients_have_zero_sensitivity():
+    fed = make_fed(identical=True)
+    stage = run_stage(fed, cfg(), get_flat(fed.trainer.model), range(6), index=0)
+    assert float(stage.psi.abs().max()) < 1e-6
+
+
+def test_stopping_rule_and_bookkeeping():
+    fed = make_fed()
+    c = cfg(m=2, target=0.5, min_rounds=4, max_rounds=40)
+    stage = run_stage(fed, c, get_flat(fed.trainer.model), range(6), index=0)
+    acc = stage.accuracy
+    assert len(acc) == stage.rounds + 1 and stage.client_updates == 2 * stage.rounds
+    first = next(n for n, a in enumerate(acc) if n >= c.min_rounds and a >= c.target_accuracy)
+    assert stage.rounds == first
+    capped = run_stage(fed, cfg(m=2, target=1.0, max_rounds=5), get_flat(fed.trainer.model), range(6), index=0)
+    assert capped.rounds == 5 and not capped.reached_target
+    psi = stage.psi
+    assert bool((psi[1:] >= psi[:-1]).all())  # non-decreasing (λ = 0)
+
+
+def test_forgotten_clients_are_never_sampled_and_have_zero_psi():
+    fed = make_fed()
+    c = cfg(m=2, max_rounds=8)
+    training = run_stage(fed, c, get_flat(fed.trainer.model), range(6), index=0, thresholds=(psi_star(1.0, 10, .01),))
+    run = sifu(fed, c, training, [[0, 1], [2]], sigma=1.0, epsilon=10, delta=0.01)
+    seen = []
+    run_stage(fed, c, training.start, [3, 4, 5], index=1, observers=[seen.append])
+    assert all(set(r.clients) <= {3, 4, 5} for r in seen)
+    assert float(run.requests[0].stage.psi[:, [0, 1]].abs().max()) == 0
+    assert float(run.requests[1].stage.psi[:, [0, 1, 2]].abs().max()) == 0
+    with pytest.raises(ValueError, match="not .or no longer. trained on"):
+        sifu(fed, c, training, [[0], [0]], sigma=1.0, epsilon=10, delta=0.01)
+
+
+def test_stage_config_errors_name_the_field():
+    with pytest.raises(ValueError, match="target_accuracy"):
+        StageConfig(2, 1, 1, 0.1, 1.5)
+    with pytest.raises(ValueError, match="min_rounds"):
+        StageConfig(2, 1, 1, 0.1, 0.5, min_rounds=20, max_rounds=10)
+
+
+# --- checks 5-10: IFU index, σ = 0 and huge σ, noise, the oracle ---
+
+def test_restart_index_is_last_round_below_threshold():
+    psi = torch.tensor([0.0, 0.1, 0.1, 0.25, 0.3])
+    assert restart_index(psi, 0.2) == 2
+    assert restart_index(psi, 1.0) == 4
+    assert restart_index(psi, 0.0) == 0
+    assert restart_index(psi, 0.28, upto=3) == 3
+    ts = [restart_index(psi, psi_star(s, 10, 0.01)) for s in (0.01, 0.05, 0.1, 0.2)]
+    assert ts == sorted(ts)
+
+
+def test_sigma_zero_with_full_participation_is_scratch_bit_for_bit():
+    fed = make_fed()
+    c = cfg(m=6, target=0.6, max_rounds=30)
+    training = run_stage(fed, c, get_flat(fed.trainer.model), range(6), index=0, thresholds=(0.0,))
+    ours = sifu(fed, c, training, [[0, 1]], sigma=0.0, epsilon=10, delta=0.01)
+    ref = scratch(fed, c, training, [[0, 1]])
+    assert ours.requests[0].restart == 0 and ref.requests[0].stage.start.equal(training.start)
+    assert torch.equal(ours.requests[0].stage.start, training.start)
+    assert torch.equal(ours.requests[0].stage.params, ref.requests[0].stage.params)
+    assert ours.requests[0].rounds == ref.requests[0].rounds
+
+
+def test_huge_threshold_without_noise_restarts_from_the_final_model():
+    fed = make_fed()
+    c = cfg(m=3)
+    training = run_stage(fed, c, get_flat(fed.trainer.model), range(6), index=0, thresholds=(1e9,))
+    run = sifu(fed, c, training, [[0]], sigma=1e9, epsilon=10, delta=0.01, noise=False)
+    assert run.requests[0].restart == training.rounds
+    assert torch.equal(run.requests[0].stage.start, training.params)
+
+
+def test_restart_noise_has_std_sigma_on_every_parameter():
+    params = torch.zeros(20_000)
+    noisy = perturb(params, 0.05, make_generator(0, "restart", 1))
+    assert float(noisy.std()) == pytest.approx(0.05, rel=0.02)
+    assert abs(float(noisy.mean())) < 0.002
+    assert bool((noisy != 0).all())
+
+
+def test_oracle_all_exceed_after_round_zero():
+    """Every request restarts at T = 0. The authors' test expects O(r) = {(0, 0)} for every r; eq. 17 read
+    literally never cuts at a node (s, 0), since Ψ_s(0, ·) = 0 ≤ Ψ*, so ζ_r = r − 1 and the oracle grows by
+    (r − 1, 0) — the seed wins (the restart model is θ^0 of the latest branch either way)."""
+    stages = [fake_stage(s, [0.0] + [2.0] * 9) for s in range(3)]
+    oracle: list = []
+    for r, w in enumerate([[0], [1], [2]], 1):
+        zeta, t, oracle = branch_point(oracle, stages[:r], w, 1.0)
+        assert (zeta, t) == (r - 1, 0) and oracle == [(s, 0) for s in range(r)]
+
+
+def test_oracle_keeps_or_cuts_at_the_crossing():
+    hist = [0.8] * 500 + [2.0] * 100
+    stages = [fake_stage(s, hist) for s in range(4)]
+    zeta, t, oracle = branch_point([(0, 100), (1, 200)], stages[:3], [0], 1.0)
+    assert (zeta, t, oracle) == (2, 499, [(0, 100), (1, 200), (2, 499)])
+    zeta, t, oracle = branch_point([(0, 100), (1, 550), (2, 50)], stages[:4], [0], 1.0)
+    assert (zeta, t, oracle) == (1, 499, [(0, 100), (1, 499)])
+
+
+def test_oracle_reproduces_figure_1():
+    """O(1) = {(0,T1)}, O(2) = {(0,T1),(1,T2)}; W_3 exceeds at (1,T2) only, so ζ_3 = 1, T_3 < T_2."""
+    psi0 = torch.zeros(101, 3, dtype=torch.float64)
+    psi0[:, 0] = torch.linspace(0, 2, 101)  # W_1 crosses 1.0 after n = 50
+    psi0[:, 1] = torch.linspace(0, 1, 101) * 0.9  # W_2 never crosses on branch 0
+    psi0[:, 2] = torch.linspace(0, 1, 101) * 0.5
+    psi1 = torch.zeros(81, 3, dtype=torch.float64)
+    psi1[:, 1] = torch.linspace(0, 1.6, 81)  # W_2 crosses on branch 1 after n = 50
+    psi1[:, 2] = torch.linspace(0, 1.2, 81)  # W_3 crosses on branch 1 after n = 66
+    psi2 = torch.zeros(61, 3, dtype=torch.float64)
+    stages = [Stage(0, (0, 1, 2), torch.zeros(1), torch.zeros(1), 100, psi0, {}),
+              Stage(1, (1, 2), torch.zeros(1), torch.zeros(1), 80, psi1, {}),
+              Stage(2, (2,), torch.zeros(1), torch.zeros(1), 60, psi2, {})]
+    z1, t1, o1 = branch_point([], stages[:1], [0], 1.0)
+    assert (z1, o1) == (0, [(0, t1)]) and t1 == 50
+    z2, t2, o2 = branch_point(o1, stages[:2], [1], 1.0)
+    assert (z2, o2) == (1, [(0, t1), (1, t2)]) and t2 == 50
+    z3, t3, o3 = branch_point(o2, stages[:3], [2], 0.7)
+    assert z3 == 1 and t3 < t2 and o3 == [(0, t1), (1, t3)]
+
+
+def test_theorem3_invariant_on_random_histories():
+    """After every request, each forgotten client is below Ψ* at every oracle node of a branch it was on."""
+    rng = random.Random(0)
+    for _ in range(50):
+        clients, threshold = 8, 1.0
+        stages, oracle, members, forgotten = [], [], list(range(clients)), []
+        for r in range(1, 4):
+            rounds = rng.randint(5, 40)
+            inc = torch.rand(rounds, clients, generator=torch.Generator().manual_seed(rng.randint(0, 10**6)),
+                             dtype=torch.float64) * 0.2
+            inc[:, [i for i in range(clients) if i not in members]] = 0
+            psi = torch.cat([torch.zeros(1, clients, dtype=torch.float64), inc.cumsum(0)])
+            stages.append(Stage(r - 1, tuple(members), torch.zeros(1), torch.zeros(1), rounds, psi, {}))
+            w = rng.sample(members, 2)
+            _, _, oracle = branch_point(oracle, stages, w, threshold)
+            members = [i for i in members if i not in w]
+            forgotten += w
+            for s, n in oracle:
+                for j in forgotten:
+                    if j in stages[s].members:
+                        assert float(stages[s].psi[n, j]) <= threshold
+
+
+# --- checks 13-16: baselines ---
+
+def test_dp_step_clips_and_reduces_to_fedavg():
+    start, local = torch.zeros(50), torch.randn(4, 50) * 3
+    gen = torch.Generator().manual_seed(0)
+    clipped = dp_step(0.5, 0.0)(start, local, (0, 1, 2, 3), gen)
+    assert float(torch.linalg.vector_norm(clipped)) <= 0.5 * (1 + 1e-6)
+    assert torch.equal(dp_step(math.inf, 0.0)(start, local, (0, 1, 2, 3), gen), fedavg_step(start, local, (), gen))
+    fed = make_fed()
+    a = run_stage(fed, cfg(m=3), get_flat(fed.trainer.model), range(6), index=0)
+    b = run_stage(fed, cfg(m=3), get_flat(fed.trainer.model), range(6), index=0, server_step=dp_step(math.inf, 0.0))
+    assert torch.equal(a.params, b.params)
+
+
+def test_last_noise_is_theorem2_on_the_forgotten_clients():
+    fed = make_fed()
+    c = cfg(m=3)
+    training = run_stage(fed, c, get_flat(fed.trainer.model), range(6), index=0)
+    run = last(fed, c, training, [[1]], epsilon=10, delta=0.01)
+    assert run.requests[0].noise == pytest.approx(c_delta(0.01) * float(training.psi[-1, 1]) / 10)
+    run_all = last(fed, c, training, [[1]], epsilon=10, delta=0.01, sensitivity="all")
+    assert run_all.requests[0].noise == pytest.approx(c_delta(0.01) * float(training.psi.max()) / 10)
+
+
+def test_fedaccum_with_nothing_forgotten_is_the_trained_model():
+    fed = make_fed()
+    c = cfg(m=3)
+    init = get_flat(fed.trainer.model)
+    accum = FedAccum(init, [[]])
+    training = run_stage(fed, c, init, range(6), index=0, observers=[accum])
+    assert torch.allclose(accum.accumulators[0], training.params, atol=1e-5)
+    accum2 = FedAccum(init, [[0]])
+    run_stage(fed, c, init, range(6), index=0, observers=[accum2])
+    run = fedaccum(fed, c, training, [[0]], accum2)
+    assert torch.equal(run.requests[0].stage.start, accum2.accumulators[0])
+
+
+def test_scratch_restarts_from_the_initial_model():
+    fed = make_fed()
+    c = cfg(m=3)
+    training = run_stage(fed, c, get_flat(fed.trainer.model), range(6), index=0)
+    run = scratch(fed, c, training, [[0], [1]])
+    assert all(torch.equal(q.stage.start, training.start) for q in run.requests)
+
+
+def test_federaser_calibration_keeps_stored_norms():
+    """Full-batch clients and ratio 1: calibrating with nothing forgotten replays the training exactly."""
+    fed = make_fed()
+    c = cfg(m=6, max_rounds=3)
+    store = UpdateStore(1)
+    training = run_stage(fed, c, get_flat(fed.trainer.model), range(6), index=0, observers=[store])
+    theta, rounds, trainings = federaser_calibrate(fed, c, training.start, store, [], calibration_ratio=1.0,
+                                                   stream="t")
+    assert rounds == 3 and trainings == 18
+    assert torch.allclose(theta, training.params, atol=1e-5)
+    run = federaser(fed, c, training, [[0]], store)
+    assert run.requests[0].extra_rounds == 3 and store.stored_bytes == 3 * 6 * 51 * 4
+
+
+# --- batched clients and partitions ---
+
+def test_batched_clients_match_the_local_trainer():
+    fed = make_fed()
+    start = get_flat(fed.trainer.model)
+    local = fed.trainer.train(start, fed.x[:2], fed.y[:2], steps=4, batch_size=100, lr=0.2, momentum=0.9,
+                              generators=[torch.Generator(), torch.Generator()])
+    trainer = LocalTrainer(fed.trainer.model)
+    x, y = fed.x[1], fed.y[1]
+    update, _ = trainer.train(start, x, y, torch.arange(len(y)), lr=0.2, opt=LocalSGD(4, 100, momentum=0.9),
+                              generator=torch.Generator())
+    assert torch.allclose(local[1], start - update, atol=1e-5)
+
+
+def test_batched_cnn_path_matches_per_client_autograd():
+    model = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(32, 3))
+    bc = BatchedClients(model)
+    theta = torch.randn(2, bc.dim) * 0.1
+    x, y = torch.randn(2, 5, 1, 4, 4), torch.randint(0, 3, (2, 5))
+    got = bc._gradients(theta, x, y)
+    for i in range(2):
+        torch.nn.utils.vector_to_parameters(theta[i], model.parameters())
+        loss = nn.functional.cross_entropy(model(x[i]), y[i])
+        want = torch.cat([g.reshape(-1) for g in torch.autograd.grad(loss, list(model.parameters()))])
+        assert torch.allclose(got[i], want, atol=1e-5)
+
+
+def test_fixed_size_partition():
+    labels = torch.arange(10).repeat(50)
+    parts = fixed_size(labels, 20, generator=make_generator(0, "p"), samples_per_client=20)
+    assert all(len(p) == 20 for p in parts)
+    assert all(bool((labels[p] == i % 10).all()) for i, p in enumerate(parts))
+    assert len(torch.cat(parts).unique()) == 400  # disjoint
+    dirichlet = fixed_size(labels, 20, generator=make_generator(0, "p"), samples_per_client=20, alpha=1.0)
+    again = fixed_size(labels, 20, generator=make_generator(0, "p"), samples_per_client=20, alpha=1.0)
+    assert all(torch.equal(a, b) for a, b in zip(dirichlet, again))
+    assert len(torch.cat(dirichlet).unique()) == 400 and all(len(p) == 20 for p in dirichlet)
+    with pytest.raises(ValueError, match="class 0 has only 30 samples"):
+        fixed_size(torch.tensor([0] * 30 + [1] * 470), 4, generator=make_generator(0, "p"), samples_per_client=20)
