@@ -93,6 +93,41 @@ def cnn_sifu(in_channels: int = 1, side: int = 28, num_classes: int = 10) -> nn.
                          nn.Linear(flat, 256), nn.ReLU(), nn.Linear(256, num_classes))
 
 
+@register_model("lenet5")
+def lenet5(in_channels: int = 1, side: int = 28, num_classes: int = 10) -> nn.Module:
+    """LeNet5 as in seed 003's code (no 84-unit layer): conv5x5(6, pad 2)-ReLU-pool2, conv5x5(16)-ReLU-pool2,
+    FC 120-ReLU, FC 10; 51,902 parameters on MNIST (flatten size follows the input side)."""
+    flat = 16 * ((side // 2 - 4) // 2) ** 2
+    return nn.Sequential(nn.Conv2d(in_channels, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(flat, 120), nn.ReLU(), nn.Linear(120, num_classes))
+
+
+class _ResidualBlock(nn.Module):
+    """[conv3x3(stride 2)+BN → ReLU → conv1x1+BN] + [conv1x1(stride 2)+BN], added, ReLU."""
+
+    def __init__(self, c0: int, c1: int, c2: int) -> None:
+        super().__init__()
+
+        def bn(c: int) -> nn.BatchNorm2d:
+            return nn.BatchNorm2d(c, track_running_stats=False)
+
+        self.main = nn.Sequential(nn.Conv2d(c0, c1, 3, stride=2, padding=1), bn(c1), nn.ReLU(), nn.Conv2d(c1, c2, 1),
+                                  bn(c2))
+        self.shortcut = nn.Sequential(nn.Conv2d(c0, c2, 1, stride=2), bn(c2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.main(x) + self.shortcut(x))
+
+
+@register_model("resnet_mini")
+def resnet_mini(in_channels: int = 1, side: int = 28, num_classes: int = 10) -> nn.Module:
+    """Seed 003's "ResNet-mini" (authors' code): blocks (C, 4, 8) and (8, 16, 32), then FC; 17,986 parameters on
+    MNIST. BatchNorm always uses batch statistics (no running buffers), as the code evaluates in train mode."""
+    return nn.Sequential(_ResidualBlock(in_channels, 4, 8), _ResidualBlock(8, 16, 32), nn.Flatten(),
+                         nn.Linear(32 * ((side + 3) // 4) ** 2, num_classes))
+
+
 @register_model("cnn6")
 def cnn6(in_channels: int = 3, num_classes: int = 10) -> nn.Module:
     """CNN6 of thesis Table 4.2 for 3x32x32 inputs: six convolutions, each followed by LeakyReLU(0.2), and one

@@ -302,17 +302,30 @@ def test_scratch_restarts_from_the_initial_model():
 
 
 def test_federaser_calibration_keeps_stored_norms():
-    """Full-batch clients and ratio 1: calibrating with nothing forgotten replays the training exactly."""
+    """Full-batch clients and ratio 1: calibrating with nothing forgotten replays the training exactly; with a
+    client forgotten every layer moves by the stored update's norm."""
     fed = make_fed()
     c = cfg(m=6, max_rounds=3)
     store = UpdateStore(1)
     training = run_stage(fed, c, get_flat(fed.trainer.model), range(6), index=0, observers=[store])
-    theta, rounds, trainings = federaser_calibrate(fed, c, training.start, store, [], calibration_ratio=1.0,
-                                                   stream="t")
-    assert rounds == 3 and trainings == 18
+    local = dict(steps=3, batch_size=100, lr=0.3, momentum=0.0, stream="t")
+    theta, rounds, trainings = federaser_calibrate(fed, training.start, store, [], **local)
+    assert rounds == 3 and trainings == 12  # round 0 is applied as stored
     assert torch.allclose(theta, training.params, atol=1e-5)
+    first, _, _ = federaser_calibrate(fed, training.start, _prefix(store, 1), [0], **{**local, "steps": 1})
+    second, _, _ = federaser_calibrate(fed, training.start, _prefix(store, 2), [0], **{**local, "steps": 1})
+    old = store.rounds[1][1][1:].mean(0)  # client 0 forgotten: the stored mean update of clients 1-5
+    for a, b, o in zip(torch.split(first, fed.trainer.sizes), torch.split(second, fed.trainer.sizes),
+                       torch.split(old, fed.trainer.sizes)):
+        assert float(torch.linalg.vector_norm(b - a)) == pytest.approx(float(torch.linalg.vector_norm(o)), rel=1e-5)
     run = federaser(fed, c, training, [[0]], store)
     assert run.requests[0].extra_rounds == 3 and store.stored_bytes == 3 * 6 * 51 * 4
+
+
+def _prefix(store: UpdateStore, rounds: int) -> UpdateStore:
+    out = UpdateStore(store.interval)
+    out.rounds = store.rounds[:rounds]
+    return out
 
 
 # --- batched clients and partitions ---

@@ -11,7 +11,8 @@ from fedlib.results import MODES, Results
 #: chapter id -> module holding QUICK, FULL and run(config, mode=, seed=, progress=)
 CHAPTER_MODULES = {"foundations": "fedlib.experiments.foundations", "dpfl": "fedlib.experiments.dpfl",
                    "fednore": "fedlib.experiments.fednore", "privacy_eval": "fedlib.experiments.privacy_eval",
-                   "adpdfl": "fedlib.experiments.adpdfl", "sifu": "fedlib.experiments.sifu"}
+                   "adpdfl": "fedlib.experiments.adpdfl", "sifu": "fedlib.experiments.sifu",
+                   "deniability": "fedlib.experiments.deniability"}
 
 
 def run_chapter(chapter: str, mode: str = "quick", *, seed: int = 0, out: str | Path | None = None,

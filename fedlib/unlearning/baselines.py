@@ -6,6 +6,7 @@ start) and then retrains on the remaining clients with the stopping rule of :fun
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Literal
 
@@ -175,33 +176,41 @@ class UpdateStore:
         return sum(u.numel() * u.element_size() for _, u in self.rounds)
 
 
-def federaser_calibrate(fed: Federation, cfg: StageConfig, start: Tensor, store: UpdateStore,
-                        forgotten: Sequence[int], *, calibration_ratio: float, stream: str) -> tuple[Tensor, int, int]:
-    """FedEraser's reconstruction (Liu et al. 2021, Alg. 1): from θ_0^0, for every retained round, the round's
-    remaining clients train ``calibration_ratio`` of the local steps from the calibrated model and the server
-    applies their updates rescaled to the stored norms, Ũ_i = ‖U_i‖ Û_i/‖Û_i‖, averaged.
+def federaser_calibrate(fed: Federation, start: Tensor, store: UpdateStore, forgotten: Sequence[int], *,
+                        steps: int, batch_size: int, lr: float, momentum: float, stream: str
+                        ) -> tuple[Tensor, int, int]:
+    """FedEraser's reconstruction (Liu et al. 2021, Alg. 1, as in its public code): from θ_0^0, replay the retained
+    rounds without the forgotten clients. The first retained round applies the stored mean update of its
+    remaining clients as it is; at every later one they train ``calibration_ratio`` of the local steps from the
+    calibrated model M̃, and each layer L moves by the stored update's norm in the new update's direction,
+    M̃[L] ← M̃[L] + ‖U_old[L]‖₂ · U_new[L]/‖U_new[L]‖₂ (U: the mean update of the round's remaining clients).
 
     Returns:
         The calibrated model, the calibration rounds and the client trainings they cost.
     """
-    if not 0 < calibration_ratio <= 1:
-        raise ValueError(f"calibration_ratio must be in (0, 1], got {calibration_ratio!r}")
-    steps = max(1, round(calibration_ratio * cfg.local_steps))
+    layers = torch.split(torch.arange(start.numel()), fed.trainer.sizes)
     drop = set(forgotten)
     theta, rounds, trainings = start.clone(), 0, 0
     for n, (clients, updates) in enumerate(store.rounds):
         keep = [j for j, c in enumerate(clients) if c not in drop]
         if not keep:
             continue
-        chosen = [clients[j] for j in keep]
-        gens = [make_generator(fed.seed, stream, n, c) for c in chosen]
-        local = fed.trainer.train(theta, fed.x[chosen], fed.y[chosen], steps=steps, batch_size=cfg.batch_size,
-                                  lr=cfg.lr, momentum=cfg.momentum, generators=gens)
-        new_updates = local - theta
-        scale = torch.linalg.vector_norm(updates[keep], dim=1) / torch.linalg.vector_norm(new_updates, dim=1)
-        theta = theta + (new_updates * scale.clamp(max=1e6).unsqueeze(1)).mean(0)
+        old = updates[keep].mean(0)
+        if rounds == 0:
+            theta = theta + old
+        else:
+            chosen = [clients[j] for j in keep]
+            gens = [make_generator(fed.seed, stream, n, c) for c in chosen]
+            local = fed.trainer.train(theta, fed.x[chosen], fed.y[chosen], steps=steps, batch_size=batch_size,
+                                      lr=lr, momentum=momentum, generators=gens)
+            new = local.mean(0) - theta
+            step = torch.empty_like(new)
+            for idx in layers:
+                norm = torch.linalg.vector_norm(new[idx])
+                step[idx] = new[idx] * (torch.linalg.vector_norm(old[idx]) / norm if norm > 0 else 0.0)
+            theta = theta + step
+            trainings += len(chosen)
         rounds += 1
-        trainings += len(chosen)
     return theta, rounds, trainings
 
 
@@ -211,11 +220,14 @@ def federaser(fed: Federation, cfg: StageConfig, training: Stage, requests: Sequ
     from the training's stored updates (:func:`federaser_calibrate`), then retrain on I_r to the target.
     Sequential requests all calibrate against the original training history. ``store`` must have observed
     the training stage."""
+    if not 0 < calibration_ratio <= 1:
+        raise ValueError(f"calibration_ratio must be in (0, 1], got {calibration_ratio!r}")
     run = UnlearningRun("FEDERASER", training)
     for r, w, members in serve(training, requests):
-        start, rounds, trainings = federaser_calibrate(fed, cfg, training.start, store,
-                                                       sorted(set(training.members) - set(members)),
-                                                       calibration_ratio=calibration_ratio, stream=f"federaser{r}")
+        start, rounds, trainings = federaser_calibrate(
+            fed, training.start, store, sorted(set(training.members) - set(members)),
+            steps=max(1, math.ceil(calibration_ratio * cfg.local_steps)), batch_size=cfg.batch_size, lr=cfg.lr,
+            momentum=cfg.momentum, stream=f"federaser{r}")
         stage = run_stage(fed, cfg, start, members, index=r, progress=progress)
         stage.client_updates += trainings
         run.requests.append(Request(w, stage, extra_rounds=rounds))

@@ -1,0 +1,388 @@
+"""Federated unlearning under plausible deniability (seed 003): perturbed k-IPfedAvg, Proofs of Deniability,
+rollback and replay, the privacy calculator, and the retrain-trigger simulator.
+
+Every round the server clusters the active clients' models into ⌊N/k⌋ clusters of k to 2k similar models
+(constrained k-means on the rows of the distance matrix, as the authors' code), draws one representative per
+cluster, perturbs it with N(0, (σ Δ_c)² I) where Δ_c is the cluster's spread, and aggregates the representatives
+with the clusters' data weights (Alg. 1, eqs. 11-12). It stores only the clusters' member lists L_t and the global
+models G_t. On a request the client's id is deleted from every stored cluster: if each keeps ≥ x members the
+server hands out a Proof of Deniability (PoD) and changes nothing; otherwise it rolls back to the first violating
+round t0 and replays rounds t0..r−1 without the client (correctly, from G_{t0−1}; spec card A6).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import torch
+from scipy.optimize import linear_sum_assignment
+from torch import Tensor
+
+from fedlib.rng import make_generator
+from fedlib.unlearning.baselines import UpdateStore, federaser_calibrate
+from fedlib.unlearning.stage import Federation, RoundRecord
+
+Metric = Literal["cosine", "rowwise_l2"]
+
+
+# --- distances and clustering ---------------------------------------------------------------------------------
+
+def distance_matrix(models: Tensor, metric: Metric = "cosine", shapes: Sequence[torch.Size] | None = None) -> Tensor:
+    """Pairwise distances between flat models (N, d), float64.
+
+    ``"cosine"``: 1 − cos(w_i, w_j) on all weights and biases (the seed's "cosine distance measure").
+    ``"rowwise_l2"``: the authors' code's "avg" distance — the mean, over every row of every weight tensor (last
+    dimension) and every bias vector, of ‖a − b + 1e-6‖₂; needs the parameter ``shapes``.
+    """
+    models = models.double()
+    if metric == "cosine":
+        unit = models / torch.linalg.vector_norm(models, dim=1, keepdim=True).clamp_min(1e-12)
+        return (1.0 - unit @ unit.T).clamp_min(0.0).fill_diagonal_(0.0)
+    if metric != "rowwise_l2":
+        raise ValueError(f"metric must be 'cosine' or 'rowwise_l2', got {metric!r}")
+    if shapes is None:
+        raise ValueError("the rowwise_l2 distance needs the parameter shapes")
+    n = len(models)
+    total, count = torch.zeros(n, n, dtype=torch.float64), 0
+    for part, shape in zip(torch.split(models, [math.prod(s) for s in shapes], dim=1), shapes):
+        rows = part.reshape(n, -1, shape[-1]) if len(shape) >= 2 else part.reshape(n, 1, -1)
+        for i in range(n):
+            total[i] += torch.linalg.vector_norm(rows[i] - rows + 1e-6, dim=2).sum(1)
+        count += rows.shape[1]
+    return (total / count).fill_diagonal_(0.0)
+
+
+def constrained_clusters(distances: Tensor, k: int, *, generator: torch.Generator, iterations: int = 20
+                         ) -> list[tuple[int, ...]]:
+    """m = ⌊N/k⌋ clusters of k to 2k points (spec card A4; the code's KMeansConstrained(size_min=k, size_max=2k)).
+
+    Each point is represented by its row of ``distances``; Lloyd iterations alternate a size-constrained
+    assignment (an optimal transport onto k mandatory and k optional slots per centroid, by
+    ``scipy.optimize.linear_sum_assignment``) and centroid updates, from ``m`` seeded random points.
+    """
+    n = len(distances)
+    if not isinstance(k, int) or not 1 <= k <= n:
+        raise ValueError(f"k must be an int in [1, N = {n}], got {k!r}")
+    m = n // k
+    feats = distances.double().numpy()
+    centroids = feats[torch.randperm(n, generator=generator)[:m].numpy()]
+    big = 1e6 * (1.0 + float(np.abs(feats).max()))
+    labels = None
+    for _ in range(iterations):
+        cost = ((feats[:, None, :] - centroids[None]) ** 2).sum(-1)  # (n, m)
+        slots = np.concatenate([cost - big, cost], axis=1)  # k mandatory, then k optional slots per centroid
+        slots = np.repeat(slots.reshape(n, 2, m), k, axis=1).reshape(n, 2 * k * m)
+        rows, cols = linear_sum_assignment(slots)
+        new = np.empty(n, dtype=int)
+        new[rows] = (cols % (k * m)) // k
+        if labels is not None and np.array_equal(new, labels):
+            break
+        labels = new
+        centroids = np.stack([feats[labels == c].mean(0) for c in range(m)])
+    return [tuple(int(i) for i in np.nonzero(labels == c)[0]) for c in range(m)]
+
+
+# --- one perturbed k-IPfedAvg round -----------------------------------------------------------------------------
+
+@dataclass
+class ClusterRound:
+    """What one aggregation did: the clusters (client ids), their spreads Δ_c and weights p_c, the new model."""
+
+    clusters: list[tuple[int, ...]]
+    spreads: list[float]
+    weights: list[float]
+    params: Tensor
+    representatives: list[int] | None = None  # only with record_representatives=True (tests; A24)
+
+
+def kip_aggregate(models: Tensor, clients: Sequence[int], sizes: Sequence[int], *, k: int, noise_multiplier: float,
+                  metric: Metric, generator: torch.Generator, shapes: Sequence[torch.Size] | None = None,
+                  record_representatives: bool = False) -> ClusterRound:
+    """Perturbed k-IPfedAvg's server step (Alg. 1, eqs. 11-12): cluster, draw r_c uniformly in each cluster,
+    add N(0, (σ Δ_c)² I) with Δ_c the cluster's largest pairwise distance, aggregate Σ_c p_c w̃_{r_c} with
+    p_c = Σ_{l∈C_c} n_l / Σ_{A_t} n_l. ``noise_multiplier`` = σ (the code: 1)."""
+    if not noise_multiplier >= 0:
+        raise ValueError(f"noise_multiplier must be >= 0, got {noise_multiplier!r}")
+    if len(models) != len(clients) or len(sizes) != len(clients):
+        raise ValueError(f"models, clients and sizes disagree: {len(models)}, {len(clients)}, {len(sizes)}")
+    dist = distance_matrix(models, metric, shapes)
+    groups = constrained_clusters(dist, k, generator=generator)
+    total = float(sum(sizes))
+    new = torch.zeros_like(models[0])
+    spreads, weights, reps = [], [], []
+    for group in groups:
+        idx = list(group)
+        spread = float(dist[idx][:, idx].max())
+        weight = sum(sizes[i] for i in idx) / total
+        rep = idx[int(torch.randint(len(idx), (1,), generator=generator))]
+        noise = torch.randn(models.shape[1], generator=generator, dtype=models.dtype) * (noise_multiplier * spread)
+        new += weight * (models[rep] + noise)
+        spreads.append(spread)
+        weights.append(weight)
+        reps.append(clients[rep])
+    clusters = [tuple(sorted(clients[i] for i in g)) for g in groups]
+    return ClusterRound(clusters, spreads, weights, new, reps if record_representatives else None)
+
+
+# --- training with requests, PoD, rollback -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LocalWork:
+    """E epochs of mini-batch SGD of size B, run as E·⌈n/B⌉ steps on fresh random batches (vectorised clients)."""
+
+    epochs: int = 3
+    batch_size: int = 128
+    lr: float = 0.02
+
+    def steps(self, n: int) -> int:
+        return self.epochs * math.ceil(n / self.batch_size)
+
+
+def request_schedule(num_clients: int, rounds: int, probability: float, *, generator: torch.Generator,
+                     first_round: int = 2) -> dict[int, int]:
+    """round → client asking to be unlearned at the start of that round: from ``first_round`` on, with
+    ``probability`` per round, one client drawn uniformly from those still active (the authors' code, A13)."""
+    if not 0 <= probability <= 1:
+        raise ValueError(f"probability must be in [0, 1], got {probability!r}")
+    active = list(range(num_clients))
+    out = {}
+    for r in range(first_round, rounds):
+        if len(active) > 2 and float(torch.rand((), generator=generator, dtype=torch.float64)) < probability:
+            out[r] = active.pop(int(torch.randint(len(active), (1,), generator=generator)))
+    return out
+
+
+@dataclass
+class Unlearning:
+    """One served request: who, when, whether it was denied (PoD) or retrained from t0, and its cost."""
+
+    round: int
+    client: int
+    rollback: int | None
+    replayed_rounds: int
+    seconds: float
+
+    @property
+    def denied(self) -> bool:
+        return self.rollback is None
+
+
+@dataclass
+class DeniabilityRun:
+    """A training run with requests: test accuracy after every round, the stored history, the requests served."""
+
+    method: str
+    accuracy: list[float] = field(default_factory=list)
+    models: list[Tensor] = field(default_factory=list)  # G_t, the global model after round t
+    clusters: list[list[tuple[int, ...]]] = field(default_factory=list)  # L_t
+    spreads: list[list[float]] = field(default_factory=list)
+    requests: list[Unlearning] = field(default_factory=list)
+    stored_bytes: int = 0
+
+    @property
+    def params(self) -> Tensor:
+        return self.models[-1]
+
+
+def pod_violation(clusters: Sequence[Sequence[tuple[int, ...]]], client: int, x: int) -> tuple[
+        list[list[tuple[int, ...]]], int | None]:
+    """Delete ``client`` from every stored cluster; return the new lists and the first round t0 where a cluster
+    that held it keeps fewer than x members (None: all keep ≥ x, the server can plausibly deny)."""
+    out, t0 = [], None
+    for t, round_clusters in enumerate(clusters):
+        kept = []
+        for c in round_clusters:
+            if client in c:
+                c = tuple(i for i in c if i != client)
+                if len(c) < x and t0 is None:
+                    t0 = t
+            kept.append(c)
+        out.append(kept)
+    return out, t0
+
+
+def proof_of_deniability(clusters: Sequence[Sequence[tuple[int, ...]]], client: int, x: int) -> bool:
+    """PoD(c*) is valid iff c* is in no stored cluster and every stored cluster has ≥ x members (§3.1, A23)."""
+    return all(client not in c and len(c) >= x for round_clusters in clusters for c in round_clusters)
+
+
+#: (round t, model before the round, active clients) -> (model after, clusters, spreads)
+RoundFn = Callable[[int, Tensor, list[int]], tuple[Tensor, list[tuple[int, ...]], list[float]]]
+
+
+def _local_models(fed: Federation, work: LocalWork, t: int, theta: Tensor, active: list[int]) -> Tensor:
+    gens = [make_generator(fed.seed, "train", t, c) for c in active]
+    return fed.trainer.train(theta, fed.x[active], fed.y[active], steps=work.steps(fed.y.shape[1]),
+                             batch_size=work.batch_size, lr=work.lr, generators=gens)
+
+
+def kip_round(fed: Federation, work: LocalWork, *, k: int, noise_multiplier: float = 1.0, metric: Metric = "cosine"
+              ) -> RoundFn:
+    """Round t of perturbed k-IPfedAvg with every active client training (streams keyed by t and client, so a
+    replay without a client is an independent run without it)."""
+    shapes = fed.trainer.shapes
+
+    def step(t: int, theta: Tensor, active: list[int]) -> tuple[Tensor, list[tuple[int, ...]], list[float]]:
+        local = _local_models(fed, work, t, theta, active)
+        out = kip_aggregate(local, active, [fed.y.shape[1]] * len(active), k=k, noise_multiplier=noise_multiplier,
+                            metric=metric, generator=make_generator(fed.seed, "server", t), shapes=shapes)
+        return out.params, out.clusters, out.spreads
+
+    return step
+
+
+def fedavg_round(fed: Federation, work: LocalWork, store: UpdateStore | None = None) -> RoundFn:
+    """Round t of FedAvg with full participation (equal client sizes: the plain mean); ``store`` keeps the
+    clients' updates for FedEraser."""
+    def step(t: int, theta: Tensor, active: list[int]) -> tuple[Tensor, list[tuple[int, ...]], list[float]]:
+        local = _local_models(fed, work, t, theta, active)
+        new = theta + (local - theta).mean(0)
+        if store is not None:
+            store(RoundRecord(0, t, theta, tuple(active), local, new))
+        return new, [], []
+
+    return step
+
+
+def _accuracy(fed: Federation, params: Tensor, test: tuple[Tensor, Tensor]) -> float:
+    return float(fed.trainer.accuracy(params, test[0].unsqueeze(0), test[1].unsqueeze(0))[0])
+
+
+def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds: int, schedule: dict[int, int],
+                        test: tuple[Tensor, Tensor], *, method: str, x: int | None = None,
+                        unlearn: Literal["pod", "retrain", "federaser"] = "pod",
+                        federaser: tuple[UpdateStore, LocalWork, float] | None = None,
+                        progress: bool = False) -> DeniabilityRun:
+    """Train from ``init`` (w_0) for ``rounds`` rounds, serving ``schedule``'s requests at the start of their rounds.
+
+    ``unlearn="pod"`` (k-IPfedAvg, A3): PoD if every stored cluster keeps ≥ ``x`` members, else roll back to the
+    first violating round and replay. ``"retrain"`` (fedAvg_retrain, B1): replay every round from w_0 without
+    the client. ``"federaser"`` (B2): FedEraser's calibration from the stored updates (``federaser``: the store,
+    the local work and the calibration ratio), then training goes on.
+    """
+    if unlearn == "pod" and (x is None or x < 1):
+        raise ValueError(f"unlearn='pod' needs x >= 1, got x={x!r}")
+    theta = init.clone()
+    run = DeniabilityRun(method)
+    active = list(range(fed.num_clients))
+    removed: list[int] = []
+    bar = range(rounds)
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(bar, desc=method, leave=False)
+    w0 = theta.clone()
+    for r in bar:
+        if r in schedule:
+            client = schedule[r]
+            began = time.perf_counter()
+            active.remove(client)
+            removed.append(client)
+            t0, replayed = None, 0
+            if unlearn == "pod":
+                run.clusters, t0 = pod_violation(run.clusters, client, x)
+            elif unlearn == "retrain":
+                t0 = 0
+            if unlearn == "federaser":
+                store, work, ratio = federaser
+                theta, replayed, _ = federaser_calibrate(
+                    fed, w0, store, removed, steps=max(1, math.ceil(ratio * work.steps(fed.y.shape[1]))),
+                    batch_size=work.batch_size, lr=work.lr, momentum=0.0, stream=f"federaser{r}")
+            elif t0 is not None:
+                theta = run.models[t0 - 1] if t0 > 0 else w0
+                for t in range(t0, r):
+                    theta, run.clusters[t], run.spreads[t] = round_fn(t, theta, active)
+                    run.models[t] = theta
+                    run.accuracy[t] = _accuracy(fed, theta, test)
+                replayed = r - t0
+            run.requests.append(Unlearning(r, client, t0 if unlearn != "federaser" else 0, replayed,
+                                           time.perf_counter() - began))
+        theta, clusters, spreads = round_fn(r, theta, active)
+        run.models.append(theta)
+        run.clusters.append(clusters)
+        run.spreads.append(spreads)
+        run.accuracy.append(_accuracy(fed, theta, test))
+    model_bytes = sum(g.numel() * g.element_size() for g in run.models)
+    ids = sum(len(c) for cl in run.clusters for c in cl) * 8
+    run.stored_bytes = model_bytes + ids + (federaser[0].stored_bytes if federaser is not None else 0)
+    if unlearn == "retrain":
+        run.stored_bytes = w0.numel() * w0.element_size()
+    return run
+
+
+# --- privacy calculator (Theorem 3.1) and the retrain simulator ------------------------------------------------
+
+def sigma_paper(rounds: int, epsilon: float, delta: float) -> float:
+    """σ_min from Theorem 3.1 as printed: σ² ≥ T(1 + 8 log(1/δ))/(7ε²) (eq. 16)."""
+    _check_privacy(epsilon, delta)
+    return math.sqrt(rounds * (1 + 8 * math.log(1 / delta)) / (7 * epsilon**2))
+
+
+def sigma_corrected(rounds: int, epsilon: float, delta: float) -> float:
+    """σ_min with the algebra of Theorem 3.1 redone (ours, spec card A2): with α = 1 + 8 log(1/δ)/ε, eq. 15 holds
+    iff σ² ≥ T(ε + 8 log(1/δ))/(7ε²); equal to the printed bound only at ε = 1."""
+    _check_privacy(epsilon, delta)
+    return math.sqrt(rounds * (epsilon + 8 * math.log(1 / delta)) / (7 * epsilon**2))
+
+
+def eq15_epsilon(sigma: float, rounds: int, epsilon: float, delta: float) -> float:
+    """The right side of eq. 15, Tα/(8σ²) + log(1/δ)/(α − 1), at the theorem's α = 1 + 8 log(1/δ)/ε."""
+    _check_privacy(epsilon, delta)
+    alpha = 1 + 8 * math.log(1 / delta) / epsilon
+    return rounds * alpha / (8 * sigma**2) + math.log(1 / delta) / (alpha - 1)
+
+
+def eps_rdp(z: float, rounds: int, delta: float) -> float:
+    """ε of T Gaussian rounds with noise/sensitivity z at the optimal Rényi order: ρ = T/(2z²),
+    ε = ρ + 2√(ρ log(1/δ)) (RDP of the Gaussian mechanism, Mironov 2017; the seed's convention is z = 2σ)."""
+    if not z > 0:
+        raise ValueError(f"z must be > 0, got {z!r}")
+    _check_privacy(1.0, delta)
+    rho = rounds / (2 * z**2)
+    return rho + 2 * math.sqrt(rho * math.log(1 / delta))
+
+
+def _check_privacy(epsilon: float, delta: float) -> None:
+    if not epsilon > 0:
+        raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+
+
+def simulate_retrains(num_clients: int, rounds: int, k: int, x: int, probability: float, *, trials: int,
+                      generator: torch.Generator, first_round: int = 2) -> dict[str, float]:
+    """The retrain-trigger model of spec card §6.3: each round a random balanced partition of the active clients
+    into ⌊N/k⌋ clusters; requests as :func:`request_schedule`; a retrain rebuilds the clusters from t0 on.
+
+    Returns E[#retrains], E[retrained rounds], P(any retrain) and E[#requests].
+    """
+    retrains = replayed = anyone = requests = 0
+    for _ in range(trials):
+        schedule = request_schedule(num_clients, rounds, probability, generator=generator, first_round=first_round)
+        active = list(range(num_clients))
+        history: list[list[tuple[int, ...]]] = []
+        n_re = 0
+
+        def partition(members: list[int]) -> list[tuple[int, ...]]:
+            perm = [members[i] for i in torch.randperm(len(members), generator=generator).tolist()]
+            m = len(perm) // k
+            return [tuple(perm[c::m]) for c in range(m)]
+
+        for r in range(rounds):
+            if r in schedule:
+                active.remove(schedule[r])
+                history, t0 = pod_violation(history, schedule[r], x)
+                requests += 1
+                if t0 is not None:
+                    n_re += 1
+                    replayed += r - t0
+                    history = history[:t0] + [partition(active) for _ in range(t0, r)]
+            history.append(partition(active))
+        retrains += n_re
+        anyone += n_re > 0
+    return {"retrains": retrains / trials, "retrained_rounds": replayed / trials, "p_any": anyone / trials,
+            "requests": requests / trials}

@@ -1,0 +1,199 @@
+"""Perturbed k-IPfedAvg, Proofs of Deniability and rollback (seed 003): the spec card's acceptance checks (§9) on
+small synthetic federations (tests only; the chapter runs on real MNIST / Fashion-MNIST)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from fedlib.fl.batched import BatchedClients
+from fedlib.fl.params import get_flat
+from fedlib.rng import make_generator
+from fedlib.unlearning.deniability import (
+    LocalWork,
+    constrained_clusters,
+    distance_matrix,
+    eps_rdp,
+    eq15_epsilon,
+    fedavg_round,
+    kip_aggregate,
+    kip_round,
+    pod_violation,
+    proof_of_deniability,
+    request_schedule,
+    sigma_corrected,
+    sigma_paper,
+    simulate_retrains,
+    train_with_requests,
+)
+from fedlib.unlearning.stage import Federation
+
+WORK = LocalWork(1, 5, 0.2)
+
+
+def make_fed(num_clients: int = 12, n: int = 10) -> tuple[Federation, tuple, torch.Tensor]:
+    gen = torch.Generator().manual_seed(7)
+    x = torch.randn(num_clients, n, 1, 4, 4, generator=gen)
+    y = torch.randint(0, 3, (num_clients, n), generator=gen)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16, 3))
+    fed = Federation(BatchedClients(model), x, y, 0)
+    return fed, (x.reshape(-1, 1, 4, 4), y.reshape(-1)), get_flat(model)
+
+
+def test_k1_without_noise_is_fedavg():
+    models = torch.randn(6, 40)
+    out = kip_aggregate(models, list(range(6)), [5] * 6, k=1, noise_multiplier=0.0, metric="cosine",
+                        generator=torch.Generator().manual_seed(0))
+    assert len(out.clusters) == 6 and float((out.params - models.mean(0)).abs().max()) <= 1e-6
+
+
+def test_identical_members_give_the_common_model():
+    common = torch.randn(30)
+    out = kip_aggregate(common.repeat(9, 1), list(range(9)), [3] * 9, k=4, noise_multiplier=0.0, metric="cosine",
+                        generator=torch.Generator().manual_seed(1))
+    assert torch.allclose(out.params, common, atol=1e-6)
+
+
+@pytest.mark.parametrize("n,k", [(50, 4), (50, 6), (50, 8), (50, 10), (48, 10), (13, 3), (7, 7)])
+def test_clusters_partition_with_sizes_k_to_2k(n, k):
+    dist = distance_matrix(torch.randn(n, 20))
+    groups = constrained_clusters(dist, k, generator=make_generator(0, "c", n, k))
+    assert len(groups) == n // k
+    assert sorted(i for g in groups for i in g) == list(range(n))
+    assert all(k <= len(g) <= 2 * k for g in groups)
+
+
+def test_cluster_weights_follow_data_sizes():
+    sizes = [1, 2, 3, 4, 5, 6, 7, 8]
+    out = kip_aggregate(torch.randn(8, 10), list(range(10, 18)), sizes, k=3, noise_multiplier=0.0,
+                        metric="cosine", generator=torch.Generator().manual_seed(0))
+    assert abs(sum(out.weights) - 1) < 1e-9
+    for c, w in zip(out.clusters, out.weights):
+        assert w == pytest.approx(sum(sizes[i - 10] for i in c) / sum(sizes))
+
+
+def test_noise_is_sigma_times_the_cluster_diameter():
+    models = torch.zeros(2, 20_000)
+    models[1, :5] = 1.0
+    out = kip_aggregate(models, [0, 1], [1, 1], k=2, noise_multiplier=2.0, metric="cosine",
+                        generator=torch.Generator().manual_seed(3), record_representatives=True)
+    spread = float(distance_matrix(models)[0, 1])
+    assert out.spreads == [pytest.approx(spread)]
+    z = (out.params - models[out.representatives[0]]) / (2.0 * spread)
+    assert abs(float(z.mean())) < 0.02 and abs(float(z.std()) - 1) < 0.02
+
+
+def test_representative_is_uniform_and_not_logged():
+    models = torch.randn(4, 8)
+    counts = torch.zeros(4)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(2000):
+        out = kip_aggregate(models, [0, 1, 2, 3], [1] * 4, k=4, noise_multiplier=0.0, metric="cosine",
+                            generator=gen, record_representatives=True)
+        counts[out.representatives[0]] += 1
+    chi2 = float(((counts - 500) ** 2 / 500).sum())
+    assert chi2 < 16.27  # p > 0.001 with 3 degrees of freedom
+    plain = kip_aggregate(models, [0, 1, 2, 3], [1] * 4, k=4, noise_multiplier=0.0, metric="cosine", generator=gen)
+    assert plain.representatives is None
+
+
+def test_rowwise_distance_matches_the_definition():
+    model = nn.Sequential(nn.Linear(3, 2))
+    shapes = [p.shape for p in model.parameters()]
+    a, b = torch.randn(8), torch.randn(8)
+    d = distance_matrix(torch.stack([a, b]), "rowwise_l2", shapes)
+    rows = [torch.linalg.vector_norm(a[3 * i:3 * i + 3] - b[3 * i:3 * i + 3] + 1e-6) for i in range(2)]
+    bias = torch.linalg.vector_norm(a[6:] - b[6:] + 1e-6)
+    assert float(d[1, 0]) == pytest.approx(float((rows[0] + rows[1] + bias) / 3), rel=1e-6)
+    with pytest.raises(ValueError, match="metric"):
+        distance_matrix(torch.stack([a, b]), "manhattan")
+
+
+def test_pod_violation_finds_the_first_round_below_x():
+    history = [[(0, 1, 2), (3, 4, 5)], [(0, 3), (1, 2, 4, 5)], [(0, 1, 2, 3), (4, 5)]]
+    kept, t0 = pod_violation(history, 3, 2)
+    assert t0 == 1 and all(3 not in c for r in kept for c in r)
+    kept, t0 = pod_violation(history, 1, 2)
+    assert t0 is None and proof_of_deniability(kept, 1, 2)
+    assert not proof_of_deniability(history, 1, 2)
+
+
+def test_schedule_rules():
+    sched = request_schedule(50, 50, 0.2, generator=make_generator(0, "s"))
+    assert min(sched) >= 2 and len(set(sched.values())) == len(sched)
+    gen = make_generator(1, "s")
+    mean = sum(len(request_schedule(50, 50, 0.2, generator=gen)) for _ in range(2000)) / 2000
+    assert mean == pytest.approx(9.6, abs=0.15)
+    assert request_schedule(50, 50, 0.2, generator=make_generator(5, "s")) == request_schedule(
+        50, 50, 0.2, generator=make_generator(5, "s"))
+
+
+def test_denied_request_changes_nothing_and_pod_holds():
+    fed, test, init = make_fed()
+    round_fn = kip_round(fed, WORK, k=4)
+    plain = train_with_requests(fed, round_fn, init, 6, {}, test, method="kip", x=2)
+    run = train_with_requests(fed, round_fn, init, 6, {3: 5}, test, method="kip", x=2)
+    assert run.requests[0].denied
+    assert all(torch.equal(a, b) for a, b in zip(plain.models[:3], run.models[:3]))
+    assert proof_of_deniability(run.clusters, 5, 2)
+
+
+def test_rollback_replays_rounds_without_the_client():
+    fed, test, init = make_fed()
+    round_fn = kip_round(fed, WORK, k=3)
+    plain = train_with_requests(fed, round_fn, init, 5, {}, test, method="kip", x=3)
+    run = train_with_requests(fed, round_fn, init, 5, {4: 2}, test, method="kip", x=3)
+    q = run.requests[0]
+    assert not q.denied and q.replayed_rounds == 4 - q.rollback
+    assert all(torch.equal(plain.models[t], run.models[t]) for t in range(q.rollback))
+    active = [i for i in range(12) if i != 2]
+    theta = run.models[q.rollback - 1] if q.rollback > 0 else init
+    for t in range(q.rollback, 4):
+        theta, _, _ = round_fn(t, theta, active)
+    assert torch.equal(theta, run.models[3])
+    assert proof_of_deniability(run.clusters, 2, 3)
+
+
+def test_fedavg_retrain_equals_fedavg_without_the_client():
+    fed, test, init = make_fed()
+    round_fn = fedavg_round(fed, WORK)
+    run = train_with_requests(fed, round_fn, init, 4, {3: 7}, test, method="retrain", unlearn="retrain")
+    theta = init
+    for t in range(3):
+        theta, _, _ = round_fn(t, theta, [i for i in range(12) if i != 7])
+    assert torch.equal(theta, run.models[2]) and run.requests[0].replayed_rounds == 3
+
+
+def test_privacy_calculator_values():
+    assert sigma_paper(50, 1, 1e-5) == pytest.approx(25.788, abs=1e-3)
+    assert sigma_corrected(50, 2, 1e-5) == pytest.approx(12.963, abs=1e-3)
+    assert eps_rdp(1, 50, 1e-5) == pytest.approx(58.93, abs=0.01)
+    assert eps_rdp(2 * 25.788, 50, 1e-5) == pytest.approx(0.667, abs=1e-3)
+    assert eq15_epsilon(sigma_paper(50, 1, 1e-5), 50, 1, 1e-5) == pytest.approx(1.0, rel=1e-9)
+    assert eq15_epsilon(sigma_paper(50, 2, 1e-5), 50, 2, 1e-5) > 2
+    assert eq15_epsilon(sigma_corrected(50, 2, 1e-5), 50, 2, 1e-5) == pytest.approx(2.0, rel=1e-9)
+    with pytest.raises(ValueError, match="delta"):
+        sigma_paper(50, 1, 0)
+
+
+def test_simulator_trends():
+    gen = make_generator(0, "sim")
+    e = {(k, x): simulate_retrains(50, 30, k, x, 0.3, trials=60, generator=gen)["retrains"]
+         for k, x in [(4, 2), (4, 3), (10, 3)]}
+    assert e[(4, 3)] > e[(4, 2)] > e[(10, 3)]
+
+
+def test_bad_inputs_are_named():
+    with pytest.raises(ValueError, match="k must be"):
+        constrained_clusters(torch.zeros(3, 3), 4, generator=torch.Generator())
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        kip_aggregate(torch.zeros(2, 3), [0, 1], [1, 1], k=1, noise_multiplier=-1, metric="cosine",
+                      generator=torch.Generator())
+    fed, test, init = make_fed()
+    with pytest.raises(ValueError, match="x >= 1"):
+        train_with_requests(fed, kip_round(fed, WORK, k=3), init, 2, {}, test, method="kip")
+    assert math.isfinite(WORK.steps(10))
