@@ -32,8 +32,8 @@ class StageConfig:
         momentum: local heavy-ball momentum, reset every round (authors' code: 0.9; 0 is plain SGD).
         target_accuracy: a*, the mean accuracy of the remaining clients on their own data that ends a stage.
         min_rounds, max_rounds: the stage runs at least / at most this many aggregations (paper: 50 / 10,000).
-        sampling_aware: Ψ increments with 1/(|S_n| − 1) (the realised weights, spec card A4; ours) instead
-            of the paper's p_i/(1 − p_i) = 1/(|I_r| − 1).
+        sampling_aware: Ψ increments with 1/(``|S_n|`` − 1) (the realised weights, spec card A4; ours) instead
+            of the paper's p_i/(1 − p_i) = 1/(``|I_r|`` − 1).
     """
 
     clients_per_round: int
@@ -98,7 +98,7 @@ ServerStep = Callable[[Tensor, Tensor, tuple[int, ...], torch.Generator], Tensor
 
 
 def fedavg_step(start: Tensor, local_models: Tensor, clients: tuple[int, ...], generator: torch.Generator) -> Tensor:
-    """θ^{n+1} = θ^n + η_g Σ_{i∈S_n} w_i (θ_i^{n+1} − θ^n) with η_g = 1 and w_i = 1/|S_n| (eq. 6 with sampling):
+    """θ^{n+1} = θ^n + η_g Σ_{i∈S_n} w_i (θ_i^{n+1} − θ^n) with η_g = 1 and w_i = 1/``|S_n|`` (eq. 6 with sampling):
     written as θ^n plus the mean update, so that the DP step with C = ∞ and no noise is bitwise this one."""
     return start + (local_models - start).mean(0)
 
