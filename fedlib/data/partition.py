@@ -7,7 +7,7 @@ labels passed in; :func:`repeated` wraps a partitioner to work on a dataset repe
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -184,6 +184,37 @@ def unequal(labels: Tensor, num_clients: int, *, generator: torch.Generator, sig
     return [part.clone() for part in torch.split(perm, sizes.tolist())]
 
 
+def _shuffled_pools(labels: Tensor, generator: torch.Generator) -> tuple[Tensor, list[Tensor]]:
+    classes = torch.unique(labels)
+    pools = [torch.nonzero(labels == c).flatten() for c in classes.tolist()]
+    return classes, [p[torch.randperm(len(p), generator=generator)] for p in pools]
+
+
+def _take(classes: Tensor, pools: list[Tensor], used: list[int], row: Sequence[int]) -> Tensor:
+    """The next ``row[c]`` unused samples of every class c (advances ``used``)."""
+    parts = []
+    for c, take in enumerate(row):
+        take = int(take)
+        if take < 0:
+            raise ValueError(f"counts must be >= 0, got {take} for class {int(classes[c])}")
+        if used[c] + take > len(pools[c]):
+            raise ValueError(f"class {int(classes[c])} has only {len(pools[c])} samples; the clients need more "
+                             "(lower the number of clients or samples per client)")
+        parts.append(pools[c][used[c]:used[c] + take])
+        used[c] += take
+    return torch.cat(parts)
+
+
+def by_counts(labels: Tensor, counts: Sequence[Sequence[int]], *, generator: torch.Generator) -> Partition:
+    """Disjoint clients with ``counts[i][c]`` samples of class c each (e.g. seed 004's Tables 4.1, 4.3, 4.4), drawn
+    without replacement from a shuffled pool per class."""
+    classes, pools = _shuffled_pools(labels, generator)
+    if any(len(row) != len(classes) for row in counts):
+        raise ValueError(f"counts must have one entry per class ({len(classes)}) in every row")
+    used = [0] * len(classes)
+    return [_take(classes, pools, used, row) for row in counts]
+
+
 def fixed_size(labels: Tensor, num_clients: int, *, generator: torch.Generator, samples_per_client: int,
                alpha: float | None = None) -> Partition:
     """Disjoint clients of exactly ``samples_per_client`` samples (seed 002 §5.1, "reduced" datasets).
@@ -196,40 +227,31 @@ def fixed_size(labels: Tensor, num_clients: int, *, generator: torch.Generator, 
     n = len(labels)
     if not isinstance(samples_per_client, int) or samples_per_client < 1:
         raise ValueError(f"samples_per_client must be a positive int, got {samples_per_client!r}")
+    if alpha is not None and not alpha > 0:
+        raise ValueError(f"alpha must be > 0 or None, got {alpha!r}")
     _check_clients(num_clients * samples_per_client, n)
-    classes = torch.unique(labels)
+    classes, pools = _shuffled_pools(labels, generator)
     k = len(classes)
-    pools = [torch.nonzero(labels == c).flatten() for c in classes.tolist()]
-    pools = [p[torch.randperm(len(p), generator=generator)] for p in pools]
     used = [0] * k
     out = []
     for i in range(num_clients):
-        counts = torch.zeros(k, dtype=torch.long)
+        row = torch.zeros(k, dtype=torch.long)
         if alpha is None:
-            counts[i % k] = samples_per_client
+            row[i % k] = samples_per_client
         else:
-            if not alpha > 0:
-                raise ValueError(f"alpha must be > 0 or None, got {alpha!r}")
             gamma = torch._standard_gamma(torch.full((k,), float(alpha), dtype=torch.float64), generator=generator)
             share = gamma / gamma.sum() * samples_per_client
-            counts = share.floor().long()
-            rest = samples_per_client - int(counts.sum())
-            counts[torch.argsort(share - share.floor(), descending=True)[:rest]] += 1
-        parts = []
-        for c in torch.nonzero(counts).flatten().tolist():
-            take = int(counts[c])
-            if used[c] + take > len(pools[c]):
-                raise ValueError(f"class {int(classes[c])} has only {len(pools[c])} samples; {num_clients} clients "
-                                 f"of {samples_per_client} samples need more (lower num_clients or samples_per_client)")
-            parts.append(pools[c][used[c]:used[c] + take])
-            used[c] += take
-        out.append(torch.cat(parts))
+            row = share.floor().long()
+            rest = samples_per_client - int(row.sum())
+            row[torch.argsort(share - share.floor(), descending=True)[:rest]] += 1
+        out.append(_take(classes, pools, used, row.tolist()))
     return out
 
 
 PARTITIONERS: dict[str, Callable[..., Partition]] = {
     "iid": iid, "shards": shards, "class_shards": class_shards, "dirichlet": dirichlet,
     "class_per_client": class_per_client, "unequal": unequal, "fixed_size": fixed_size,
+    "by_counts": by_counts,
 }
 
 

@@ -10,7 +10,8 @@ Clients hold equal numbers of samples, stacked as ``(M, n, ...)`` tensors (:func
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -65,42 +66,66 @@ class BatchedClients:
         tensors = [params[n] for n in self.names]
         return self._flatten(dict(zip(self.names, batched_mlp_grads(tensors[0::2], tensors[1::2], x, y))))
 
-    def train(self, start: Tensor, x: Tensor, y: Tensor, *, steps: int, batch_size: int, lr: float,
-              momentum: float = 0.0, generators: Sequence[torch.Generator]) -> Tensor:
-        """Local models after ``steps`` SGD steps from ``start`` (SIFU's LocalWork, spec card A0).
+    def train(self, start: Tensor, x: Tensor, y: Tensor, *, steps: int | None = None, epochs: int | None = None,
+              batch_size: int, lr: float, momentum: float = 0.0, adam: bool = False,
+              generators: Sequence[torch.Generator]) -> Tensor:
+        """Local models after local training from ``start`` (SIFU's LocalWork, spec card A0; FLZ's LocalTrain).
 
         Args:
             start: flat start model (d,), the same for every client.
             x, y: the clients' samples, (m, n, ...) and (m, n).
-            steps: K, local steps.
-            batch_size: B; each step draws min(B, n) of a client's samples without replacement (B ≥ n: the
-                whole client, full-batch gradient descent).
+            steps: K local steps, each on min(B, n) samples drawn without replacement (B ≥ n: full-batch GD);
+            epochs: or E passes over a fresh shuffle of each client's samples in batches of B (the last one
+                smaller). Give exactly one of the two.
+            batch_size: B.
             lr: η.
             momentum: β of v ← β v + g, θ ← θ − η v (0: plain SGD).
+            adam: Adam (β = 0.9, 0.999, ε = 1e-8, as ``torch.optim.Adam``) with fresh moments instead of SGD.
             generators: one per client, for its mini-batches.
 
         Returns:
             The local models θ_i (m, d).
         """
         m, n = y.shape
+        if (steps is None) == (epochs is None):
+            raise ValueError(f"give exactly one of steps and epochs, got steps={steps!r}, epochs={epochs!r}")
         if len(generators) != m:
             raise ValueError(f"need one generator per client: {m} clients, {len(generators)} generators")
         if start.numel() != self.dim:
             raise ValueError(f"start has {start.numel()} entries, the model has {self.dim} parameters")
         theta = start.detach().reshape(1, -1).repeat(m, 1)
-        velocity = torch.zeros_like(theta) if momentum > 0 else None
+        velocity = torch.zeros_like(theta) if momentum > 0 or adam else None
+        second = torch.zeros_like(theta) if adam else None
         rows = torch.arange(m).unsqueeze(1)
-        for _ in range(steps):
-            if batch_size >= n:
-                xb, yb = x, y
-            else:
-                idx = torch.stack([torch.randperm(n, generator=g)[:batch_size] for g in generators])
-                xb, yb = x[rows, idx], y[rows, idx]
+        t = 0
+        for idx in self._batches(n, steps, epochs, batch_size, generators):
+            xb, yb = (x, y) if idx is None else (x[rows, idx], y[rows, idx])
             g = self._gradients(theta, xb, yb)
+            t += 1
+            if adam:
+                velocity.mul_(0.9).add_(g, alpha=0.1)
+                second.mul_(0.999).addcmul_(g, g, value=0.001)
+                denom = (second.sqrt() / math.sqrt(1 - 0.999**t)).add_(1e-8)
+                theta = theta.addcdiv(velocity, denom, value=-lr / (1 - 0.9**t))
+                continue
             if velocity is not None:
                 g = velocity.mul_(momentum).add_(g)
             theta = theta - lr * g
         return theta
+
+    @staticmethod
+    def _batches(n: int, steps: int | None, epochs: int | None, batch_size: int,
+                 generators: Sequence[torch.Generator]) -> Iterator[Tensor | None]:
+        """Per step, each client's batch indices (m, b); None for the whole client."""
+        if steps is not None:
+            for _ in range(steps):
+                yield None if batch_size >= n else torch.stack(
+                    [torch.randperm(n, generator=g)[:batch_size] for g in generators])
+            return
+        for _ in range(epochs):
+            order = torch.stack([torch.randperm(n, generator=g) for g in generators])
+            for s in range(0, n, batch_size):
+                yield order[:, s:s + batch_size]
 
     @torch.no_grad()
     def accuracy(self, params: Tensor, x: Tensor, y: Tensor) -> Tensor:
