@@ -1,0 +1,212 @@
+"""FLZ (seed 004): the contribution model, its losses, contribution-weighted aggregation and unlearning — the spec
+card's acceptance checks (§9) on small synthetic federations (tests only)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+
+import pytest
+import torch
+from torch import nn
+
+from fedlib.data.partition import by_counts
+from fedlib.fl.batched import BatchedClients
+from fedlib.fl.params import get_flat, set_flat
+from fedlib.unlearning.flz import (
+    PRESETS,
+    ContributionConfig,
+    ContributionModel,
+    LocalAdam,
+    aggregate,
+    contribution_weights,
+    flavg,
+    flz,
+    flz_loss,
+    orthogonality_loss,
+    projected_cosines,
+    reconstruction_loss,
+    unlearn,
+)
+from fedlib.unlearning.stage import Federation
+
+WORK = LocalAdam(2, 4, 1e-2)
+
+
+def make_fed(seed: int = 0) -> tuple[Federation, tuple, torch.Tensor]:
+    gen = torch.Generator().manual_seed(11)
+    x, y = torch.randn(5, 8, 1, 3, 3, generator=gen), torch.randint(0, 3, (5, 8), generator=gen)
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(9, 3))
+    return Federation(BatchedClients(model), x, y, seed), (x.reshape(-1, 1, 3, 3), y.reshape(-1)), get_flat(model)
+
+
+def test_by_counts_draws_disjoint_exact_counts():
+    labels = torch.arange(10).repeat(60)
+    counts = [[50 if c % 2 == k % 2 else 10 for c in range(10)] for k in range(2)]
+    parts = by_counts(labels, counts, generator=torch.Generator().manual_seed(0))
+    for row, part in zip(counts, parts):
+        assert torch.bincount(labels[part], minlength=10).tolist() == row
+    assert len(torch.cat(parts).unique()) == sum(map(sum, counts))
+
+
+def test_flatten_round_trip_is_exact():
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
+    flat = get_flat(model)
+    other = copy.deepcopy(model)
+    set_flat(other, flat)
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), other.parameters()))
+    assert torch.equal(flat[:7840].view(10, 784), model[1].weight) and torch.equal(flat[7840:], model[1].bias)
+
+
+def test_vectorised_adam_matches_torch_adam():
+    fed, _, start = make_fed()
+    gens = [torch.Generator().manual_seed(i) for i in range(2)]
+    out = fed.trainer.train(start, fed.x[:2], fed.y[:2], epochs=3, batch_size=3, lr=0.01, adam=True,
+                            generators=gens)
+    for i in range(2):
+        g = torch.Generator().manual_seed(i)
+        model = copy.deepcopy(fed.trainer.model)
+        set_flat(model, start)
+        opt = torch.optim.Adam(model.parameters(), lr=0.01)
+        for _ in range(3):
+            order = torch.randperm(8, generator=g)
+            for s in range(0, 8, 3):
+                b = order[s:s + 3]
+                opt.zero_grad()
+                nn.functional.cross_entropy(model(fed.x[i][b]), fed.y[i][b]).backward()
+                opt.step()
+        assert torch.allclose(get_flat(model), out[i], atol=1e-6)
+
+
+def test_shapes_and_projection():
+    cm = ContributionModel(5, 7850, PRESETS["thesis"])
+    out = cm(torch.randn(3, 5 * 7850))
+    assert out["z"].shape == (3, 5, 5) and out["s"].shape == (3, 5, 4, 5) and out["t"].shape == (3, 5, 50)
+    assert out["zhat"].shape == (3, 5, 5) and bool((out["zhat"] >= 0).all())
+    assert out["theta_hat"].shape == (3, 39250)
+    theta_hat, zhat, s = torch.randn(2, 3, 6), torch.rand(2, 3, 4), torch.randn(2, 3, 2, 4)
+    target = torch.randn(2, 3, 6)
+    got = projected_cosines(target, theta_hat, zhat, s)
+    for k in range(3):
+        for j in range(2):
+            tilde = (zhat[0, k] @ s[0, k, j]) * theta_hat[0, k]  # θ̃^k_j built explicitly
+            want = nn.functional.cosine_similarity(target[0, k], tilde, dim=0)
+            assert float(got[0, k, j]) == pytest.approx(float(want), abs=1e-6)
+
+
+def test_loss_pieces():
+    x = torch.randn(4, 10)
+    assert float(reconstruction_loss(x, x)) == 0.0
+    assert float(reconstruction_loss(x, torch.zeros_like(x))) == pytest.approx(1.0)
+    assert float(orthogonality_loss(torch.tensor([0.0]))) == -1.0
+    assert float(orthogonality_loss(torch.tensor([1.0]))) == 0.0
+    assert float(orthogonality_loss(torch.tensor([-1.0]))) == -2.0
+    cfg = dataclasses.replace(PRESETS["thesis"], t1=0.0, t2=0.0)
+    cm = ContributionModel(3, 4, cfg)
+    theta = torch.randn(2, 12)
+    out = cm(theta)
+    loss, terms = flz_loss(theta, out, cfg)
+    assert float(loss.detach()) == pytest.approx(terms["rec_theta"] + terms["rec_z"], rel=1e-6)
+
+
+def test_inner_networks_are_registered_and_trained():
+    cfg = PRESETS["thesis"]
+    cm = ContributionModel(3, 4, cfg)
+    ids = {id(p) for p in cm.parameters()}
+    inner = [p for m in (*cm.inner_enc, *cm.inner_dec) for p in m.parameters()]
+    assert inner and all(id(p) in ids for p in inner)
+    before = [p.detach().clone() for p in inner]
+    opt = torch.optim.Adam(cm.parameters(), lr=1e-2)
+    theta = torch.randn(4, 12)
+    loss, _ = flz_loss(theta, cm(theta), cfg)
+    loss.backward()
+    opt.step()
+    assert any(not torch.equal(a, b) for a, b in zip(before, inner))
+
+
+def test_theta_regulariser_on_the_reconstruction_has_no_gradient():
+    cfg = dataclasses.replace(PRESETS["thesis"], theta_target="recon")
+    cm = ContributionModel(3, 4, cfg).double()  # float64: float32 rounding alone leaves gradients of ~1e-7
+    out = cm(torch.randn(2, 12, dtype=torch.float64))
+    b, n = out["z"].shape[:2]
+    recon = out["theta_hat"].reshape(b, n, -1)
+    term = orthogonality_loss(projected_cosines(recon, recon, out["zhat"], out["s"])).mean()
+    grads = torch.autograd.grad(term, list(cm.parameters()), allow_unused=True)
+    assert all(g is None or float(g.abs().max()) < 1e-8 for g in grads)
+
+
+def test_aggregation_and_unlearning():
+    theta_hat, pi = torch.randn(4, 6), torch.tensor([0.5, 1.0, 2.0, 0.5])
+    equal = aggregate(theta_hat, torch.ones(4))
+    assert torch.allclose(equal, theta_hat.mean(0), atol=1e-7)
+    assert torch.allclose(aggregate(theta_hat, 7 * pi), aggregate(theta_hat, pi), atol=1e-7)
+    assert float(contribution_weights(pi).sum()) == pytest.approx(1.0)
+    base = unlearn(theta_hat, pi, [2])
+    changed_hat, changed_pi = theta_hat.clone(), pi.clone()
+    changed_hat[2] += 5
+    changed_pi[2] = 9.0
+    assert torch.equal(unlearn(changed_hat, changed_pi, [2]), base)
+    assert torch.equal(unlearn(theta_hat, pi, []), aggregate(theta_hat, pi))
+    assert torch.allclose(unlearn(theta_hat, pi, [0, 1, 3]), theta_hat[2])
+    with pytest.raises(ValueError, match="forget"):
+        unlearn(theta_hat, pi, [7])
+
+
+def test_dead_contributions_are_guarded(caplog):
+    theta_hat = torch.randn(3, 4)
+    with caplog.at_level(logging.WARNING):
+        out = unlearn(theta_hat, torch.tensor([0.0, 0.0, 3.0]), [2])
+    assert torch.allclose(out, theta_hat[:2].mean(0)) and "uniform" in caplog.text
+    with caplog.at_level(logging.WARNING):
+        w = contribution_weights(torch.tensor([0.0, 1.0, 1.0]))
+    assert float(w[0]) == 0.0 and "left out" in caplog.text
+
+
+def test_flavg_subset_and_determinism():
+    fed, test, init = make_fed()
+    full = flavg(fed, init, 2, WORK, test)
+    assert torch.equal(flavg(fed, init, 2, WORK, test, clients=range(5)).params, full.params)
+    one = flavg(fed, init, 1, WORK, test, clients=[2])
+    gens = [torch.Generator().manual_seed(0)]
+    from fedlib.rng import make_generator
+
+    gens = [make_generator(fed.seed, "local", 0, 2)]
+    local = fed.trainer.train(init, fed.x[[2]], fed.y[[2]], epochs=2, batch_size=4, lr=1e-2, adam=True,
+                              generators=gens)[0]
+    assert torch.equal(one.params, local)
+    cfg = dataclasses.replace(PRESETS["thesis"], steps=3, hidden=8)
+    a = flz(fed, init, 2, WORK, cfg, test, forget=[4])
+    b = flz(fed, init, 2, WORK, cfg, test, forget=[4])
+    assert torch.equal(a.params, b.params) and a.unlearn_accuracy == b.unlearn_accuracy
+    assert len(a.shares) == 2 and sum(a.shares[-1]) == pytest.approx(1.0)
+
+
+def test_config_errors_name_the_field():
+    with pytest.raises(ValueError, match="z_dim"):
+        ContributionConfig(z_dim=0)
+    with pytest.raises(ValueError, match="reg_form"):
+        ContributionConfig(reg_form="abs")
+    with pytest.raises(ValueError, match="num_clients"):
+        ContributionModel(1, 4, PRESETS["thesis"])
+
+
+def test_thesis_partitions_match_tables_4_1_4_3_4_4():
+    from fedlib.experiments.flz import SANITY, split_counts
+
+    sanity, uneven, het, iid = (split_counts(s) for s in ("sanity", "uneven", "het", "iid"))
+    assert all(sum(row) == 300 for row in sanity) and all(sum(row) == 340 for row in uneven)
+    assert all(sum(row) == 600 for row in het) and all(row == [30] * 10 for row in iid)
+    assert all(sum(1 for k in range(5) if c in SANITY[k]) == 3 for c in range(10))  # every class in 3 agents
+    assert [sorted(c for c in range(10) if row[c]) for row in het] == [[2 * k, 2 * k + 1] for k in range(5)]
+    with pytest.raises(ValueError, match="split"):
+        split_counts("dirichlet")
+
+
+def test_by_counts_rejects_impossible_counts():
+    labels = torch.arange(3).repeat(4)
+    with pytest.raises(ValueError, match="one entry per class"):
+        by_counts(labels, [[1, 1]], generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match="class 0 has only 4 samples"):
+        by_counts(labels, [[3, 0, 0], [2, 0, 0]], generator=torch.Generator().manual_seed(0))
