@@ -1,12 +1,16 @@
 """Execute the chapter notebooks with papermill into a staging copy, then build the book from it.
 
 The committed notebooks stay output-free: they are copied with the book pages to ``_build/src``, executed
-there, and ``jupyter-book build _build/src --path-output .`` writes ``_build/html``.
+there, and ``jupyter-book build _build/src --path-output .`` writes ``_build/html``. With ``--jobs J`` > 1 the
+chapters run J at a time, each kernel with one torch thread (two torch processes with two threads each on two
+cores slow each other down; two with one thread each do not). ``--no-execute`` builds the pages only, in about
+20 s: enough to check the API reference and the markdown.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import os
 import shutil
 import subprocess
@@ -46,6 +50,36 @@ def execute(notebook: Path, mode: str = "quick", seed: int = 0) -> float:
     return time.perf_counter() - began
 
 
+def execute_all(mode: str = "quick", seed: int = 0, jobs: int = 1) -> dict[str, float | Exception]:
+    """Execute every staged chapter, ``jobs`` at a time; returns per chapter the seconds it took or its error.
+
+    With ``jobs`` > 1 each kernel gets ``FEDLIB_NUM_THREADS=1`` (kernels inherit this process's environment).
+    """
+    if jobs < 1:
+        raise ValueError(f"jobs must be >= 1, got {jobs!r}")
+    saved = os.environ.get("FEDLIB_NUM_THREADS")
+    if jobs > 1:
+        os.environ["FEDLIB_NUM_THREADS"] = "1"
+    out: dict[str, float | Exception] = {}
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(execute, STAGE / "notebooks" / nb.name, mode, seed): nb.stem for nb in notebooks()}
+            for future in concurrent.futures.as_completed(futures):
+                name = futures[future]
+                try:
+                    out[name] = future.result()
+                except Exception as err:  # reported per chapter by the caller
+                    out[name] = err
+                print(f"  {name}: " + (f"done in {out[name]:.0f} s" if isinstance(out[name], float)
+                                       else f"FAILED ({type(out[name]).__name__})"), flush=True)
+    finally:
+        if saved is None:
+            os.environ.pop("FEDLIB_NUM_THREADS", None)
+        else:
+            os.environ["FEDLIB_NUM_THREADS"] = saved
+    return out
+
+
 def build() -> subprocess.CompletedProcess:
     """``jupyter-book build`` the staged sources with warnings as errors; HTML goes to ``_build/html``."""
     cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(STAGE), "--path-output", str(ROOT),
@@ -57,11 +91,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mode", choices=("quick", "full"), default="quick")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                        help="chapters executed at a time (default: 2, or 1 on a one-core machine)")
+    parser.add_argument("--no-execute", action="store_true", help="build the pages without running the chapters")
     args = parser.parse_args()
     stage()
-    for nb in notebooks():
-        print(f"executing {nb.name} ({args.mode}) ...", flush=True)
-        print(f"  done in {execute(STAGE / 'notebooks' / nb.name, args.mode, args.seed):.0f} s", flush=True)
+    if not args.no_execute:
+        print(f"executing {len(notebooks())} chapters ({args.mode}, {args.jobs} at a time) ...", flush=True)
+        failed = {k: v for k, v in execute_all(args.mode, args.seed, args.jobs).items() if isinstance(v, Exception)}
+        for name, err in failed.items():
+            print(f"{name} failed: {err}", file=sys.stderr)
+        if failed:
+            return 1
     result = build()
     print(result.stdout[-3000:])
     if result.returncode != 0:

@@ -37,7 +37,8 @@ def small_fed(mnist):
 
 @pytest.fixture(scope="session")
 def executed_book(tmp_path_factory):
-    """Stage the book, execute every chapter in quick mode (results into a temp folder), build the HTML.
+    """Stage the book, execute every chapter in quick mode (results into a temp folder; ``$FEDLIB_BOOK_JOBS``
+    chapters at a time, default 2, one torch thread each), build the HTML.
 
     Returns a dict with the results root, per-notebook errors (None if it ran) and the build result.
     """
@@ -48,13 +49,9 @@ def executed_book(tmp_path_factory):
     os.environ["FEDLIB_RESULTS"] = str(results_root)
     try:
         build_book.stage()
-        errors = {}
-        for nb in build_book.notebooks():
-            try:
-                build_book.execute(build_book.STAGE / "notebooks" / nb.name, "quick", 0)
-                errors[nb.stem] = None
-            except Exception as err:  # reported per notebook by test_notebooks
-                errors[nb.stem] = f"{type(err).__name__}: {err}"
+        jobs = int(os.environ.get("FEDLIB_BOOK_JOBS", "2"))
+        done = build_book.execute_all("quick", 0, jobs)
+        errors = {k: None if isinstance(v, float) else f"{type(v).__name__}: {v}" for k, v in done.items()}
         build = build_book.build() if all(e is None for e in errors.values()) else None
     finally:
         del os.environ["FEDLIB_RESULTS"]
