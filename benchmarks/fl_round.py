@@ -59,6 +59,7 @@ def run() -> list[dict]:
     seed_style_fedavg(fresh_model("mlp", 0), fed.train, fed.clients, rounds=ROUNDS, **kwargs)
     t_ref = (time.perf_counter() - began) / ROUNDS
 
+    scale = [_many_clients(n) for n in (100, 1000)]
     peak = gemm_peak_gflops()
     samples = sum(len(fed.clients[0]) for _ in range(PER_ROUND)) * EPOCHS
     gflop = mlp_round_gflop(samples)
@@ -67,5 +68,17 @@ def run() -> list[dict]:
          "peak_pct": 100 * gflop / t_ref / peak},
         {"row": "FL round, fedlib engine", "s_per_round": t_ours, "ratio": t_ref / t_ours,
          "peak_pct": 100 * gflop / t_ours / peak, "max_abs_diff": diff},
+        *scale,
         {"row": "GEMM peak (2000^2 float32)", "gflops": peak},
     ]
+
+
+def _many_clients(num_clients: int) -> dict:
+    """Seconds per round of the engine with every one of ``num_clients`` IID MNIST clients taking part (one epoch
+    of the 60,000 images in total, B = 50): what the round costs as the federation grows at fixed data."""
+    fed = make_federation("mnist", "iid", num_clients, seed=0)
+    config = FLConfig(rounds=2, clients_per_round=num_clients, local=LocalSGD(EPOCHS, BATCH), lr=LR, seed=0)
+    began = time.perf_counter()
+    run_federated(fresh_model("mlp", 0), fed.train, fed.clients, None, config)
+    seconds = (time.perf_counter() - began) / config.rounds
+    return {"row": f"FL round, fedlib, all {num_clients} clients", "s_per_round": seconds, "ratio": float("nan")}

@@ -15,6 +15,18 @@ from torch.utils.data import DataLoader, TensorDataset
 from fedlib.rng import make_generator
 
 
+def seed_style_local(model, x, y, generator, *, epochs, batch_size, lr) -> None:
+    """Train ``model`` in place: E epochs of SGD over a DataLoader, batches in the ``generator``'s order."""
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    data = TensorDataset(x, y)
+    for _ in range(epochs):
+        order = torch.randperm(len(y), generator=generator).tolist()
+        for xb, yb in DataLoader(data, batch_size=batch_size, sampler=order):
+            opt.zero_grad()
+            F.cross_entropy(model(xb), yb).backward()
+            opt.step()
+
+
 def seed_style_fedavg(model, train, clients, *, rounds, clients_per_round, epochs, batch_size, lr, seed):
     """Run ``rounds`` of FedAvg (weights n_i / Σ n_j) and return the final flat parameters.
 
@@ -30,16 +42,9 @@ def seed_style_fedavg(model, train, clients, *, rounds, clients_per_round, epoch
         total = torch.zeros_like(start)
         for c, size in zip(chosen, sizes):
             local = copy.deepcopy(global_model)
-            opt = torch.optim.SGD(local.parameters(), lr=lr)
             idx = clients[c]
-            data = TensorDataset(train.x[idx], train.y[idx])
-            gen = make_generator(seed, "train", t, c)
-            for _ in range(epochs):
-                order = torch.randperm(len(idx), generator=gen).tolist()
-                for xb, yb in DataLoader(data, batch_size=batch_size, sampler=order):
-                    opt.zero_grad()
-                    F.cross_entropy(local(xb), yb).backward()
-                    opt.step()
+            seed_style_local(local, train.x[idx], train.y[idx], make_generator(seed, "train", t, c), epochs=epochs,
+                             batch_size=batch_size, lr=lr)
             update = start - parameters_to_vector(local.parameters()).detach()
             total += float(size / sizes.sum()) * update
         vector_to_parameters(start - total, global_model.parameters())

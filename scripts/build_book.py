@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import json
 import os
 import shutil
 import subprocess
@@ -54,6 +55,7 @@ def execute_all(mode: str = "quick", seed: int = 0, jobs: int = 1) -> dict[str, 
     """Execute every staged chapter, ``jobs`` at a time; returns per chapter the seconds it took or its error.
 
     With ``jobs`` > 1 each kernel gets ``FEDLIB_NUM_THREADS=1`` (kernels inherit this process's environment).
+    The seconds per chapter are also written to ``_build/chapter_times.json``.
     """
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs!r}")
@@ -77,6 +79,9 @@ def execute_all(mode: str = "quick", seed: int = 0, jobs: int = 1) -> dict[str, 
             os.environ.pop("FEDLIB_NUM_THREADS", None)
         else:
             os.environ["FEDLIB_NUM_THREADS"] = saved
+    times = {k: round(v, 1) for k, v in sorted(out.items()) if isinstance(v, float)}
+    (STAGE.parent / "chapter_times.json").write_text(json.dumps({"mode": mode, "jobs": jobs, "seconds": times},
+                                                                indent=1))
     return out
 
 
@@ -98,7 +103,11 @@ def main() -> int:
     stage()
     if not args.no_execute:
         print(f"executing {len(notebooks())} chapters ({args.mode}, {args.jobs} at a time) ...", flush=True)
-        failed = {k: v for k, v in execute_all(args.mode, args.seed, args.jobs).items() if isinstance(v, Exception)}
+        began = time.perf_counter()
+        done = execute_all(args.mode, args.seed, args.jobs)
+        summed = sum(v for v in done.values() if isinstance(v, float))
+        print(f"all chapters: {time.perf_counter() - began:.0f} s wall, {summed:.0f} s summed", flush=True)
+        failed = {k: v for k, v in done.items() if isinstance(v, Exception)}
         for name, err in failed.items():
             print(f"{name} failed: {err}", file=sys.stderr)
         if failed:

@@ -43,7 +43,7 @@ def _forward(linears: list[nn.Linear], x: Tensor) -> tuple[list[Tensor], list[Te
 def _deltas(linears: list[nn.Linear], pre: list[Tensor], y: Tensor) -> tuple[list[Tensor], Tensor]:
     """Per-sample dℓ_j/dz_k for every layer (rows = samples) and the per-sample losses ℓ_j (eqs. 2.4-2.7, 2.10)."""
     log_p = torch.log_softmax(pre[-1], dim=1)
-    rows = torch.arange(len(y))
+    rows = torch.arange(len(y), device=y.device)
     losses = -log_p[rows, y]
     dz = log_p.exp_()
     dz[rows, y] -= 1.0  # dz_K = a_K − Y (2.6)
@@ -91,7 +91,7 @@ def mlp_clipped_gradient_sum(linears: list[nn.Linear], x: Tensor, y: Tensor, cli
         raise ValueError(f"clip must be > 0, got {clip!r}")
     inputs, pre = _forward(linears, x)
     deltas, losses = _deltas(linears, pre, y)
-    sq = torch.zeros(len(y), dtype=x.dtype)
+    sq = torch.zeros(len(y), dtype=x.dtype, device=x.device)
     for dz, a in zip(deltas, inputs):
         dz2 = dz.pow(2).sum(1)
         sq += dz2 * (a.pow(2).sum(1) + 1.0)
@@ -124,7 +124,7 @@ def batched_mlp_grads(weights: list[Tensor], biases: list[Tensor], x: Tensor, y:
         if k < len(weights) - 1:
             inputs.append(torch.relu(z))
     dz = torch.softmax(pre[-1], dim=-1)
-    dz.scatter_add_(-1, y.unsqueeze(-1), torch.full((m, b, 1), -1.0, dtype=dz.dtype))  # a_K − Y (2.6)
+    dz.scatter_add_(-1, y.unsqueeze(-1), torch.full((m, b, 1), -1.0, dtype=dz.dtype, device=dz.device))  # a_K − Y (2.6)
     dz.div_(b)
     grads: list[Tensor] = []
     for k in range(len(weights) - 1, -1, -1):

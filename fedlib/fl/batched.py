@@ -96,10 +96,10 @@ class BatchedClients:
         theta = start.detach().reshape(1, -1).repeat(m, 1)
         velocity = torch.zeros_like(theta) if momentum > 0 or adam else None
         second = torch.zeros_like(theta) if adam else None
-        rows = torch.arange(m).unsqueeze(1)
+        rows = torch.arange(m, device=y.device).unsqueeze(1)
         t = 0
         for idx in self._batches(n, steps, epochs, batch_size, generators):
-            xb, yb = (x, y) if idx is None else (x[rows, idx], y[rows, idx])
+            xb, yb = (x, y) if idx is None else (x[rows, idx.to(y.device)], y[rows, idx.to(y.device)])
             g = self._gradients(theta, xb, yb)
             t += 1
             if adam:
