@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-CHAPTERS = ("foundations", "dpfl", "fednore", "privacy_eval", "adpdfl", "sifu", "deniability", "flz")
+CHAPTERS = ("foundations", "dpfl", "fednore", "privacy_eval", "adpdfl", "sifu", "deniability", "flz", "audit")
 MODES = ("quick", "full")
 
 

@@ -8,7 +8,7 @@ import os
 import pytest
 
 #: the extra seed each chapter is checked with in CI
-CI_SEED = {"dpfl": 1, "fednore": 2, "privacy_eval": 1, "adpdfl": 1, "sifu": 2, "deniability": 2}
+CI_SEED = {"dpfl": 1, "fednore": 2, "privacy_eval": 1, "adpdfl": 1, "sifu": 2, "deniability": 2, "audit": 1}
 CASES = ([(chapter, seed) for chapter in CI_SEED for seed in (1, 2)] if os.environ.get("FEDLIB_ALL_SEEDS") == "1"
          else list(CI_SEED.items()))
 

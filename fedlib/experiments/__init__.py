@@ -12,7 +12,8 @@ from fedlib.results import MODES, Results
 CHAPTER_MODULES = {"foundations": "fedlib.experiments.foundations", "dpfl": "fedlib.experiments.dpfl",
                    "fednore": "fedlib.experiments.fednore", "privacy_eval": "fedlib.experiments.privacy_eval",
                    "adpdfl": "fedlib.experiments.adpdfl", "sifu": "fedlib.experiments.sifu",
-                   "deniability": "fedlib.experiments.deniability", "flz": "fedlib.experiments.flz"}
+                   "deniability": "fedlib.experiments.deniability", "flz": "fedlib.experiments.flz",
+                   "audit": "fedlib.experiments.audit"}
 
 
 def run_chapter(chapter: str, mode: str = "quick", *, seed: int = 0, out: str | Path | None = None,

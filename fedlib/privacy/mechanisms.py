@@ -116,3 +116,21 @@ def analytic_gaussian_ratio(epsilon: float, delta: float) -> float:
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if gaussian_delta(epsilon, mid) <= delta else (lo, mid)
     return lo
+
+
+def gaussian_epsilon(ratio: float, delta: float) -> float:
+    """The smallest ε for which the Gaussian mechanism with sensitivity/std ratio Δ/σ is (ε, δ)-DP: the inverse
+    of :func:`gaussian_delta` in ε (bisection; exact, tighter than any RDP conversion for one release)."""
+    if not ratio >= 0:
+        raise ValueError(f"ratio must be >= 0, got {ratio!r}")
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    if gaussian_delta(0.0, ratio) <= delta:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while gaussian_delta(hi, ratio) > delta:
+        lo, hi = hi, 2 * hi
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if gaussian_delta(mid, ratio) <= delta else (mid, hi)
+    return hi
