@@ -30,6 +30,7 @@ from fedlib.algorithms.adpdfl import (
 from fedlib.algorithms.decentralized import DecentralizedConfig, run_decentralized
 from fedlib.data import load_dataset
 from fedlib.data.partition import partition
+from fedlib.experiments.audit import add_chapter_audit
 from fedlib.experiments.common import Federation, checkpoint_path, fresh_model
 from fedlib.fl import FLConfig, LocalSGD, run_federated
 from fedlib.results import Results
@@ -212,6 +213,7 @@ def run(config: ADPDFLConfig = QUICK, *, mode: str = "quick", seed: int = 0, pro
     _tables(res, cfg, final, feds)
     _theory(res, cfg, seed)
     _claims(res, cfg, final)
+    add_chapter_audit(res, [("adpdfl", cfg.fedavg_sigma), ("dp_fedavg", cfg.fedavg_sigma)], seed=seed)
     res.elapsed_s = time.perf_counter() - began
     return res
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -23,7 +23,7 @@ from fedlib.experiments.common import first_round_updates, make_federation
 from fedlib.fl import CentralGaussian, ClipUpdate, GaussianNoise, LocalSGD
 from fedlib.fl.component import RoundContext
 from fedlib.fl.transforms import ClientMessage, ClientTransform, MedianClip, NormBound
-from fedlib.privacy.audit import AuditResult, audit, clopper_pearson_upper, epsilon_from_rates
+from fedlib.privacy.audit import audit, clopper_pearson_upper, epsilon_from_rates
 from fedlib.privacy.mechanisms import gaussian_epsilon
 from fedlib.results import Results
 from fedlib.rng import make_generator
@@ -96,11 +96,125 @@ def central_release(others: Tensor, sigma: float) -> Release:
     return release
 
 
-def _row(name: str, claim: str, ratio: float, result: AuditResult, cfg: AuditConfig, note: str) -> dict:
-    eps = gaussian_epsilon(ratio, cfg.delta)
-    return {"configuration": name, "sensitivity_claim": claim, "claimed_eps": eps, "audited_eps_lb": result.epsilon_lb,
-            "audit_exceeds_claim": result.epsilon_lb > eps, "tpr": result.tpr, "fpr": result.fpr,
-            "runs": result.trials, "note": note}
+@dataclass(frozen=True)
+class Canaries:
+    """What every audit of one seed shares: real client updates (clients, d) and the canary update (d,), ten
+    times the larger of the median update norm and the clipping bound, in a random direction."""
+
+    updates: Tensor
+    canary: Tensor
+    seed: int
+    clip: float
+
+    @property
+    def direction(self) -> Tensor:
+        return self.canary / self.canary.norm()
+
+
+def make_canaries(seed: int, *, clients: int = 10, canary_scale: float = 10.0, clip: float = 1.0) -> Canaries:
+    """First-round updates of ``clients`` IID MNIST clients (logistic regression, one epoch of SGD, B = 50,
+    lr 0.1) and a canary."""
+    fed = make_federation("mnist", "iid", 100, seed=seed)
+    updates = torch.stack(first_round_updates("logreg", fed, range(clients), seed=seed, lr=0.1,
+                                              opt=LocalSGD(1, 50), stream="audit"))
+    direction = torch.randn(updates.shape[1], generator=make_generator(seed, "audit", "canary"))
+    scale = max(float(updates.norm(dim=1).median()), clip)
+    return Canaries(updates, canary_scale * scale * direction / direction.norm(), seed, clip)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One audit: the mechanism's release, the neighbouring inputs, the sensitivity its accountant assumes (as
+    a ratio Δ/std at noise multiplier σ: 1/σ for all cases here) and the attacker's test."""
+
+    label: str
+    claim: str
+    release: Release
+    without: Tensor
+    with_canary: Tensor
+    score_norm: bool = False
+    note: str = ""
+
+
+#: the audited mechanisms (and the two negative controls) by name
+MECHANISMS = ("local", "dp_fedavg", "adpdfl", "plain_dpfl", "central", "ldp_fl_literal", "ldp_fl_clipped")
+CONTROLS = ("control_noise_off", "control_no_clipping")
+
+
+def make_case(name: str, data: Canaries, sigma: float) -> Case:
+    """The audit of mechanism ``name`` (see :data:`MECHANISMS`, :data:`CONTROLS`) at noise multiplier σ."""
+    c, canary = data.clip, data.canary
+    base, zeros, others = data.updates[0], torch.zeros_like(canary), data.updates[1:]
+    if name == "local":
+        return Case("local clip + Gaussian (ClipUpdate, GaussianNoise)", "Δ = C, add/remove",
+                    transforms_release(lambda: [ClipUpdate(c), GaussianNoise(sigma)]), zeros, canary,
+                    note="client-level LDP, one release")
+    if name == "dp_fedavg":
+        return Case("DP-FedAvg client, ADPDFL B5.2 (n_i = 1)", "Δ = 2C/n_i, replace-one",
+                    transforms_release(lambda: [ClipUpdate(c), GaussianNoise(2 * sigma, per_sample=True)]),
+                    -canary, canary, note="eq. 5.3 through the engine's transforms")
+    if name == "adpdfl":
+        def release(x: Tensor, run: int) -> Tensor:
+            return privatize(x, bound=c, sigma=sigma, num_samples=1,
+                             generator=make_generator(data.seed, "audit-adpdfl", run))
+        return Case("ADPDFL privatize, eqs. 5.2-5.4 (n_i = 1)", "Δ = 2C/n_i, replace-one", release, -canary,
+                    canary, note="the decentralized loop's function")
+    if name == "plain_dpfl":
+        return Case("plain DPFL client (MedianClip, GaussianNoise)", "Δ = running median C_i",
+                    median_clip_release(list(others), sigma), base, canary,
+                    note=f"running median primed with {len(others)} real updates")
+    if name == "central":
+        return Case("CDP-FL / LCDP-FL server (CentralGaussian, median S)", "Δ = S on the sum, add/remove",
+                    central_release(others, sigma), base, canary, note=f"{len(data.updates)} clients, noisy average")
+    if name == "ldp_fl_literal":
+        return Case("LDP-FL as written (NormBound: S_i = ‖D_i‖/n_i, eq. 3.2)", "Δ = own norm (data-dependent)",
+                    transforms_release(lambda: [NormBound(), GaussianNoise(sigma, per_sample=True)]), base,
+                    base + canary, score_norm=True, note="finding: the noise scale reveals the update's norm")
+    if name == "ldp_fl_clipped":
+        return Case("LDP-FL corrected (ours: clip to C, then noise)", "Δ = C, add/remove",
+                    transforms_release(lambda: [ClipUpdate(c), GaussianNoise(sigma)]), base, base + canary,
+                    score_norm=True, note="the same norm test against the corrected client")
+    if name == "control_noise_off":
+        return Case("negative control: noise switched off", "Δ = C, add/remove",
+                    transforms_release(lambda: [ClipUpdate(c), GaussianNoise(0.0)]), zeros, canary,
+                    note="must exceed the claim")
+    if name == "control_no_clipping":
+        return Case("negative control: clipping skipped", "Δ = C, add/remove",
+                    transforms_release(lambda: [GaussianNoise(sigma)], bound_if_unclipped=c), zeros, canary,
+                    note="must exceed the claim")
+    raise ValueError(f"name must be one of {MECHANISMS + CONTROLS}, got {name!r}")
+
+
+def audit_case(case: Case, data: Canaries, sigma: float, *, trials: int, delta: float, alpha: float, key: str
+               ) -> dict:
+    """Audit one case: a results row with the claimed ε (exact, one release, ratio 1/σ) and the lower bound ε̂."""
+    flips = make_generator(data.seed, "audit", key)
+    if case.score_norm:  # the attacker's test statistic is the norm of the release, not its projection
+        result = audit(lambda x, r: case.release(x, r).norm().reshape(1), case.without, case.with_canary,
+                       trials=trials, delta=delta, alpha=alpha, generator=flips, direction=torch.ones(1))
+    else:
+        result = audit(case.release, case.without, case.with_canary, trials=trials, delta=delta, alpha=alpha,
+                       generator=flips, direction=data.direction)
+    eps = gaussian_epsilon(1 / sigma, delta) if sigma > 0 else float("inf")
+    return {"configuration": case.label, "sigma": sigma, "sensitivity_claim": case.claim, "claimed_eps": eps,
+            "audited_eps_lb": result.epsilon_lb, "audit_exceeds_claim": result.epsilon_lb > eps, "tpr": result.tpr,
+            "fpr": result.fpr, "runs": result.trials, "note": case.note}
+
+
+def chapter_audit(names: Sequence[tuple[str, float]], *, seed: int, trials: int = 2000, delta: float = 1e-5,
+                  alpha: float = 0.05) -> list[dict]:
+    """The audit lines a DP chapter writes into its own results file: each (mechanism, σ) of ``names`` at the
+    chapter's σ, on this module's real updates and canary (about a second per line)."""
+    data = make_canaries(seed)
+    return [audit_case(make_case(name, data, sigma), data, sigma, trials=trials, delta=delta, alpha=alpha,
+                       key=f"chapter-{name}-{sigma:g}") for name, sigma in names]
+
+
+def add_chapter_audit(res: Results, names: Sequence[tuple[str, float]], *, seed: int) -> None:
+    """Write :func:`chapter_audit`'s lines into a DP chapter's results as the table ``audit``."""
+    res.add_table("audit", "Privacy audit of this chapter's mechanisms at its σ: exact one-release ε and the "
+                  "audited lower bound ε̂ (2,000 runs, 95 %; see the chapter Auditing our privacy claims)",
+                  chapter_audit(names, seed=seed))
 
 
 def run(config: AuditConfig = QUICK, *, mode: str = "quick", seed: int = 0, progress: bool = False) -> Results:
@@ -108,71 +222,22 @@ def run(config: AuditConfig = QUICK, *, mode: str = "quick", seed: int = 0, prog
     began = time.perf_counter()
     cfg = config
     res = Results("audit", mode, seed, dataclasses.asdict(cfg))
-    fed = make_federation("mnist", "iid", 100, seed=seed)
-    updates = torch.stack(first_round_updates("logreg", fed, range(cfg.clients), seed=seed, lr=0.1,
-                                              opt=LocalSGD(1, 50), stream="audit"))
-    base, dim = updates[0], updates.shape[1]
-    gen = make_generator(seed, "audit", "canary")
-    direction = torch.randn(dim, generator=gen)
-    direction /= direction.norm()
-    scale = float(updates.norm(dim=1).median())
-    canary = cfg.canary_scale * max(scale, cfg.clip) * direction
+    data = make_canaries(seed, clients=cfg.clients, canary_scale=cfg.canary_scale, clip=cfg.clip)
+    s = cfg.sigma
 
-    def run_audit(release: Release, without: Tensor, with_canary: Tensor, key: str, *,
-                  score_norm: bool = False) -> AuditResult:
-        flips = make_generator(seed, "audit", key)
-        if score_norm:  # the attacker's test statistic is the norm of the release, not its projection
-            return audit(lambda x, r: release(x, r).norm().reshape(1), without, with_canary, trials=cfg.trials,
-                         delta=cfg.delta, alpha=cfg.alpha, generator=flips, direction=torch.ones(1))
-        return audit(release, without, with_canary, trials=cfg.trials, delta=cfg.delta, alpha=cfg.alpha,
-                     generator=flips, direction=direction)
+    def rows_of(names: Sequence[str], sigma: float) -> list[dict]:
+        return [audit_case(make_case(n, data, sigma), data, sigma, trials=cfg.trials, delta=cfg.delta,
+                           alpha=cfg.alpha, key=f"{n}-{sigma:g}") for n in names]
 
-    s, c = cfg.sigma, cfg.clip
-    rows = []
-    local = transforms_release(lambda: [ClipUpdate(c), GaussianNoise(s)])
-    rows.append(_row("local clip + Gaussian (ClipUpdate, GaussianNoise)", "Δ = C, add/remove", 1 / s,
-                     run_audit(local, torch.zeros(dim), canary, "local"), cfg, "client-level LDP, one release"))
-    dp_fedavg = transforms_release(lambda: [ClipUpdate(c), GaussianNoise(2 * s, per_sample=True)])
-    rows.append(_row("DP-FedAvg client, ADPDFL B5.2 (n_i = 1)", "Δ = 2C/n_i, replace-one", 1 / s,
-                     run_audit(dp_fedavg, -canary, canary, "dp_fedavg"), cfg, "eq. 5.3 through the engine's "
-                     "transforms"))
-    adpdfl = lambda x, r: privatize(x, bound=c, sigma=s, num_samples=1,  # noqa: E731
-                                    generator=make_generator(seed, "audit-adpdfl", r))
-    rows.append(_row("ADPDFL privatize, eqs. 5.2-5.4 (n_i = 1)", "Δ = 2C/n_i, replace-one", 1 / s,
-                     run_audit(adpdfl, -canary, canary, "adpdfl"), cfg, "the decentralized loop's function"))
-    median = median_clip_release(list(updates[1:]), s)
-    rows.append(_row("plain DPFL client (MedianClip, GaussianNoise)", "Δ = running median C_i", 1 / s,
-                     run_audit(median, base, canary, "median"), cfg, "running median primed with "
-                     f"{cfg.clients - 1} real updates"))
-    central = central_release(updates[1:], s)
-    rows.append(_row("CDP-FL / LCDP-FL server (CentralGaussian, median S)", "Δ = S on the sum, add/remove", 1 / s,
-                     run_audit(central, base, canary, "central"), cfg, f"{cfg.clients} clients, noisy average"))
-    literal = transforms_release(lambda: [NormBound(), GaussianNoise(s, per_sample=True)])
-    rows.append(_row("LDP-FL as written (NormBound: S_i = ‖D_i‖/n_i, eq. 3.2)", "Δ = own norm (data-dependent)",
-                     1 / s, run_audit(literal, base, base + canary, "literal", score_norm=True), cfg,
-                     "finding: the noise scale reveals the update's norm"))
-    clipped_ldp = transforms_release(lambda: [ClipUpdate(c), GaussianNoise(s)])
-    rows.append(_row("LDP-FL corrected (ours: clip to C, then noise)", "Δ = C, add/remove", 1 / s,
-                     run_audit(clipped_ldp, base, base + canary, "corrected", score_norm=True), cfg,
-                     "the same norm test against the corrected client"))
+    rows = rows_of(MECHANISMS, s)
     res.add_table("audit", f"Claimed ε (exact, one release, δ = {cfg.delta:g}) and audited lower bound ε̂ "
-                  f"(confidence {1 - cfg.alpha:.0%}, {cfg.trials} runs), σ = {s:g}, C = {c:g}", rows)
-
-    controls = [
-        ("noise switched off", transforms_release(lambda: [ClipUpdate(c), GaussianNoise(0.0)])),
-        ("clipping skipped", transforms_release(lambda: [GaussianNoise(s)], bound_if_unclipped=c)),
-    ]
-    ctrl_rows = [_row(f"negative control: {name}", "Δ = C, add/remove", 1 / s,
-                      run_audit(rel, torch.zeros(dim), canary, f"control-{k}"), cfg, "must exceed the claim")
-                 for k, (name, rel) in enumerate(controls)]
+                  f"(confidence {1 - cfg.alpha:.0%}, {cfg.trials} runs), σ = {s:g}, C = {cfg.clip:g}", rows)
+    ctrl_rows = rows_of(CONTROLS, s)  # a control keeps the claim (σ) of the mechanism it breaks
     res.add_table("controls", "Negative controls: the local Gaussian client with a deliberate bug, audited "
                   "against its unchanged claim", ctrl_rows)
-
-    sweep = []
-    for z in cfg.sweep:
-        rel = transforms_release(lambda z=z: [ClipUpdate(c), GaussianNoise(z)])
-        sweep.append(_row(f"σ = {z:g}", "Δ = C", 1 / z, run_audit(rel, torch.zeros(dim), canary, f"sweep-{z}"),
-                          cfg, ""))
+    sweep = [row for z in cfg.sweep for row in rows_of(["local"], z)]
+    for row in sweep:
+        row["configuration"] = f"σ = {row['sigma']:g}"
     res.add_table("sweep", "Local clip + Gaussian over σ: claimed ε and ε̂", sweep)
     res.add_table("capacity", "The largest ε̂ an audit can certify: every run classified correctly, Clopper-Pearson "
                   f"at confidence {1 - cfg.alpha:.0%} on half of the runs", [

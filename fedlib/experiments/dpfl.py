@@ -26,6 +26,7 @@ from fedlib.algorithms.dpfl import (
     vanilla_fl,
 )
 from fedlib.algorithms.dpsgd import DPSGDConfig, train_dpsgd
+from fedlib.experiments.audit import add_chapter_audit
 from fedlib.experiments.common import (
     Federation,
     checkpoint_path,
@@ -347,6 +348,9 @@ def run(config: DPFLConfig = QUICK, *, mode: str = "quick", seed: int = 0, progr
     res.add_table("literal", "The seed's literal CDP variants beside the corrected ones (best accuracy; last row: "
                   "rounds)", literal)
     _claims(res, cfg, cfg.settings[0], found[cfg.settings[0].label])
+    first = cfg.settings[0]
+    add_chapter_audit(res, [("ldp_fl_literal", first.ldp_sigma), ("ldp_fl_clipped", first.ldp_sigma),
+                            ("central", first.cdp_sigma)], seed=seed)
     res.elapsed_s = time.perf_counter() - began
     return res
 

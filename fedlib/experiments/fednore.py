@@ -25,6 +25,7 @@ from fedlib.algorithms.fednore import (
     fednore1_q1,
     fednore2_factor,
 )
+from fedlib.experiments.audit import add_chapter_audit
 from fedlib.experiments.common import Federation, checkpoint_path, fresh_model, make_federation
 from fedlib.fl import Algorithm, FLConfig, LocalSGD, RunResult, run_federated
 from fedlib.fl.client import cross_entropy
@@ -286,6 +287,7 @@ def run(config: FednoreConfig = QUICK, *, mode: str = "quick", seed: int = 0, pr
                   "claims σ/√n_i for every layer", _noise_rows(cfg))
     _bound(res)
     _claims(res, found[mnist.track.key], rows["sigma"])
+    add_chapter_audit(res, [("plain_dpfl", mnist.sigma)], seed=seed)
     res.elapsed_s = time.perf_counter() - began
     return res
 
