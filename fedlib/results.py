@@ -190,12 +190,16 @@ def _html_table(caption: str, columns: list[str], rows: list[list[str]]) -> str:
             f"<tbody>{body}</tbody></table>")
 
 
+def rows_html(caption: str, rows: list[dict[str, Any]]) -> str:
+    """Rows of dicts as an HTML table, one column per key (in order of first appearance)."""
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    return _html_table(caption, columns, [[_fmt(r.get(c)) for c in columns] for r in rows])
+
+
 def table_html(results: Results, table_id: str) -> str:
     """A results table as HTML (renders the same in the book, JupyterLab and Colab)."""
     table = results.tables[table_id]
-    columns = list(dict.fromkeys(k for r in table["rows"] for k in r))
-    return _html_table(f"{table_id}: {table['title']}", columns,
-                       [[_fmt(r.get(c)) for c in columns] for r in table["rows"]])
+    return rows_html(f"{table_id}: {table['title']}", table["rows"])
 
 
 def claims_html(results: Results) -> str:

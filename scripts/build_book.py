@@ -23,9 +23,13 @@ ROOT = Path(__file__).resolve().parents[1]
 STAGE = ROOT / "_build" / "src"
 
 
+#: notebooks that read the chapters' results: executed after every chapter has finished
+READERS = ("report",)
+
+
 def notebooks() -> list[Path]:
-    """The chapter notebooks, in name order."""
-    return sorted((ROOT / "notebooks").glob("*.ipynb"))
+    """The chapter notebooks in name order, then the readers (the reproduction report)."""
+    return sorted((ROOT / "notebooks").glob("*.ipynb"), key=lambda p: (p.stem in READERS, p.name))
 
 
 def stage() -> Path:
@@ -64,16 +68,19 @@ def execute_all(mode: str = "quick", seed: int = 0, jobs: int = 1) -> dict[str, 
         os.environ["FEDLIB_NUM_THREADS"] = "1"
     out: dict[str, float | Exception] = {}
     try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(execute, STAGE / "notebooks" / nb.name, mode, seed): nb.stem for nb in notebooks()}
-            for future in concurrent.futures.as_completed(futures):
-                name = futures[future]
-                try:
-                    out[name] = future.result()
-                except Exception as err:  # reported per chapter by the caller
-                    out[name] = err
-                print(f"  {name}: " + (f"done in {out[name]:.0f} s" if isinstance(out[name], float)
-                                       else f"FAILED ({type(out[name]).__name__})"), flush=True)
+        chapters = [nb for nb in notebooks() if nb.stem not in READERS]
+        readers = [nb for nb in notebooks() if nb.stem in READERS]
+        for batch in (chapters, readers):
+            with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+                futures = {pool.submit(execute, STAGE / "notebooks" / nb.name, mode, seed): nb.stem for nb in batch}
+                for future in concurrent.futures.as_completed(futures):
+                    name = futures[future]
+                    try:
+                        out[name] = future.result()
+                    except Exception as err:  # reported per chapter by the caller
+                        out[name] = err
+                    print(f"  {name}: " + (f"done in {out[name]:.0f} s" if isinstance(out[name], float)
+                                           else f"FAILED ({type(out[name]).__name__})"), flush=True)
     finally:
         if saved is None:
             os.environ.pop("FEDLIB_NUM_THREADS", None)

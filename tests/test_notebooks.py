@@ -9,11 +9,12 @@ from fedlib.results import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+CHAPTER_NOTEBOOKS = [nb for nb in NOTEBOOKS if nb.stem != "report"]  # the report reads the chapters' results
 
 
 @pytest.mark.notebook
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+@pytest.mark.parametrize("nb", CHAPTER_NOTEBOOKS, ids=[p.stem for p in CHAPTER_NOTEBOOKS])
 def test_chapter_runs_and_its_claims_hold(nb, executed_book):
     assert executed_book["errors"][nb.stem] is None, executed_book["errors"][nb.stem]
     results = load_results(nb.stem, "quick", executed_book["results"])
@@ -45,3 +46,8 @@ def test_book_builds_without_warnings(executed_book):
         assert "Traceback" not in page and "PapermillExecutionError" not in page, nb.stem
         assert page.count("<table") >= 5, f"{nb.stem}: the results tables should render as HTML tables"
     assert list((html / "_images").glob("*.png")), "the executed chapters' figures are missing"
+    assert executed_book["errors"]["report"] is None, executed_book["errors"]["report"]
+    report = (html / "notebooks" / "report.html").read_text()
+    for nb in CHAPTER_NOTEBOOKS:  # every chapter has landed in the report with its claims
+        assert f"<h3>{nb.stem}</h3>" in report, nb.stem
+    assert "does not hold" not in report and "claim(s) differ from expected" not in report
