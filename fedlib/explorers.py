@@ -1,0 +1,150 @@
+"""Interactive explorers for the book (ipywidgets), each beside a static figure so that the rendered HTML, where
+widgets have no kernel, is never blank.
+
+* :func:`dp_calculator`: σ, sampling rate q, rounds and δ → ε (fedlib's RDP accountant, equal to Opacus's), and
+  back: a target ε → the smallest σ.
+* :func:`leakage_explorer`: pick a clipping bound C and noise σ among a privacy-evaluation run's attacks and see
+  the reconstructions beside the real images, with PSNR and SSIM.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from fedlib.privacy.accountant import calibrate_noise_multiplier, epsilon_curve
+from fedlib.results import Results
+
+
+def epsilon_figure(sigmas: tuple[float, ...] = (0.7, 1.0, 2.0, 4.0), *, sample_rate: float = 0.01,
+                   rounds: int = 1000, delta: float = 1e-5) -> plt.Figure:
+    """The calculator's static view: ε over rounds of the sampled Gaussian mechanism for several σ."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    for sigma in sigmas:
+        eps = epsilon_curve(noise_multiplier=sigma, sample_rate=sample_rate, steps=rounds, delta=delta)
+        ax.plot(np.arange(1, rounds + 1), eps, label=f"σ = {sigma:g}")
+    ax.set_xlabel("rounds (one sampled Gaussian mechanism each)")
+    ax.set_ylabel(f"ε at δ = {delta:g}")
+    ax.set_yscale("log")
+    ax.set_title(f"Privacy loss over rounds, q = {sample_rate:g}")
+    ax.legend()
+    return fig
+
+
+def dp_calculator(*, sigma: float = 1.0, sample_rate: float = 0.01, rounds: int = 1000, delta: float = 1e-5) -> Any:
+    """A widget: sliders for σ, q, rounds and δ print ε (and draw ε over rounds); a target ε gives σ."""
+    import ipywidgets as w
+    from IPython.display import display
+
+    s = w.FloatLogSlider(value=sigma, base=10, min=-0.7, max=1.5, step=0.01, description="σ")
+    q = w.FloatLogSlider(value=sample_rate, base=10, min=-4, max=0, step=0.05, description="q")
+    t = w.IntSlider(value=rounds, min=1, max=10_000, step=10, description="rounds")
+    d = w.FloatLogSlider(value=delta, base=10, min=-9, max=-3, step=1, description="δ")
+    target = w.BoundedFloatText(value=8.0, min=0.01, max=1000.0, description="target ε")
+    solve = w.Button(description="σ for target ε")
+    out = w.Output()
+
+    def show(*_):
+        with out:
+            out.clear_output(wait=True)
+            eps = epsilon_curve(noise_multiplier=s.value, sample_rate=q.value, steps=t.value, delta=d.value)
+            print(f"ε = {eps[-1]:.4g} after {t.value} rounds (σ = {s.value:.3g}, q = {q.value:.3g}, "
+                  f"δ = {d.value:.0e})")
+            fig, ax = plt.subplots(figsize=(6.4, 3.0))
+            ax.plot(np.arange(1, t.value + 1), eps)
+            ax.set_xlabel("rounds")
+            ax.set_ylabel("ε")
+            plt.show()
+
+    def calibrate(_):
+        s.value = calibrate_noise_multiplier(target_epsilon=target.value, delta=d.value, sample_rate=q.value,
+                                             steps=t.value)
+
+    for widget in (s, q, t, d):
+        widget.observe(show, names="value")
+    solve.on_click(calibrate)
+    box = w.VBox([w.HBox([s, q]), w.HBox([t, d]), w.HBox([target, solve]), out])
+    display(box)
+    show()
+    return box
+
+
+def _attacks(results: Results) -> dict[tuple[str, str], str]:
+    """(C, σ) → image name of the one-round, round-1 cosine attacks stored in a privacy-evaluation run."""
+    out = {}
+    for name in results.images:
+        if name.startswith("cosine, one-round, round 1, "):
+            c_part, s_part = name.split(", ")[3:5]
+            out[(c_part.removeprefix("C = "), s_part.removeprefix("σ = "))] = name
+    if not out:
+        raise ValueError("these results hold no stored reconstructions (run the privacy_eval chapter first)")
+    return out
+
+
+def _same(value: Any, text: str) -> bool:
+    try:
+        return float(value) == float(text)
+    except (TypeError, ValueError):
+        return str(value) == text
+
+
+def _order(text: str) -> tuple[int, float, str]:
+    try:
+        return (0, float(text), "")
+    except ValueError:
+        return (1, 0.0, text)  # "median" after the numbers
+
+
+def leakage_figure(results: Results, bound: str | None = None, sigma: str | None = None, *, columns: int = 8
+                   ) -> plt.Figure:
+    """Real images above the reconstructions of one stored attack (default: the smallest C and σ stored), with
+    its PSNR from Table 4.1 in the title."""
+    attacks = _attacks(results)
+    if bound is None or sigma is None:
+        bound, sigma = min(attacks, key=lambda k: (_order(k[0]), _order(k[1])))
+    if (bound, sigma) not in attacks:
+        raise ValueError(f"no stored attack at C = {bound}, σ = {sigma}; stored: {sorted(attacks)}")
+    name = attacks[(bound, sigma)]
+    truth, recon = results.images["truth"], results.images[name]
+    cols = min(columns, len(truth))
+    fig, axes = plt.subplots(2, cols, figsize=(1.1 * cols + 0.4, 2.8), squeeze=False)
+    for col in range(cols):
+        for row, batch in enumerate((truth, recon)):
+            axes[row][col].imshow(batch[col])
+            axes[row][col].set_axis_off()
+    metrics = next((r for r in results.tables.get("T4.1", {}).get("rows", [])
+                    if _same(r.get("C"), bound) and _same(r.get("sigma"), sigma)), None)
+    extra = f", PSNR {metrics['ours']:.2f} dB" if metrics and metrics.get("ours") is not None else ""
+    fig.suptitle(f"top: real images; bottom: reconstruction at C = {bound}, σ = {sigma}{extra}")
+    return fig
+
+
+def leakage_explorer(results: Results) -> Any:
+    """A widget: choose C and σ among the run's stored attacks; shows :func:`leakage_figure`."""
+    import ipywidgets as w
+    from IPython.display import display
+
+    attacks = _attacks(results)
+    bounds = sorted({c for c, _ in attacks}, key=_order)
+    sigmas = sorted({s for _, s in attacks}, key=_order)
+    c = w.Dropdown(options=bounds, value=bounds[0], description="C")
+    s = w.Dropdown(options=sigmas, value=sigmas[0], description="σ")
+    out = w.Output()
+
+    def show(*_):
+        with out:
+            out.clear_output(wait=True)
+            if (c.value, s.value) not in attacks:
+                print(f"no stored attack at C = {c.value}, σ = {s.value}; stored: {sorted(attacks)}")
+                return
+            leakage_figure(results, c.value, s.value)
+            plt.show()
+
+    c.observe(show, names="value")
+    s.observe(show, names="value")
+    box = w.VBox([w.HBox([c, s]), out])
+    display(box)
+    show()
+    return box
