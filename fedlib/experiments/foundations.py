@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
+from fedlib.experiments.audit import add_chapter_audit
 from fedlib.experiments.common import first_round_updates, fresh_model, make_federation
 from fedlib.fl import Algorithm, CentralGaussian, ClipUpdate, FLConfig, GaussianNoise, LocalSGD, run_federated
 from fedlib.privacy import (
@@ -209,5 +210,6 @@ def run(config: FoundationsConfig = QUICK, *, mode: str = "quick", seed: int = 0
                   "loses far more accuracy than central DP", dp_final["local"] < dp_final["central"],
                   f"final accuracy: no DP {dp_final['fedavg']:.4f}, central {dp_final['central']:.4f}, "
                   f"local {dp_final['local']:.4f}")
+    add_chapter_audit(res, [("local", cfg.noise_multiplier), ("central_constant", cfg.noise_multiplier)], seed=seed)
     res.elapsed_s = time.perf_counter() - began
     return res
