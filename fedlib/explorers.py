@@ -4,11 +4,15 @@ widgets have no kernel, is never blank.
 * :func:`dp_calculator`: σ, sampling rate q, rounds and δ → ε (fedlib's RDP accountant, equal to Opacus's), and
   back: a target ε → the smallest σ.
 * :func:`leakage_explorer`: pick a clipping bound C and noise σ among a privacy-evaluation run's attacks and see
-  the reconstructions beside the real images, with PSNR and SSIM.
+  the reconstructions beside the real images, with its PSNR.
+
+Headless builds (``FEDLIB_HEADLESS=1``, set by ``scripts/build_book.py``) skip the live widgets and keep the static
+figures: executing widget cells under nbclient can block at random (jupyter/nbclient#312).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -16,6 +20,14 @@ import numpy as np
 
 from fedlib.privacy.accountant import calibrate_noise_multiplier, epsilon_curve
 from fedlib.results import Results
+
+
+def _headless() -> bool:
+    """True in headless builds, where the live widget is replaced by a note."""
+    if os.environ.get("FEDLIB_HEADLESS") == "1":
+        print("(interactive explorer: open this chapter in JupyterLab or Colab to use it)")
+        return True
+    return False
 
 
 def epsilon_figure(sigmas: tuple[float, ...] = (0.7, 1.0, 2.0, 4.0), *, sample_rate: float = 0.01,
@@ -34,7 +46,10 @@ def epsilon_figure(sigmas: tuple[float, ...] = (0.7, 1.0, 2.0, 4.0), *, sample_r
 
 
 def dp_calculator(*, sigma: float = 1.0, sample_rate: float = 0.01, rounds: int = 1000, delta: float = 1e-5) -> Any:
-    """A widget: sliders for σ, q, rounds and δ print ε (and draw ε over rounds); a target ε gives σ."""
+    """A widget: sliders for σ, q, rounds and δ print ε (and draw ε over rounds); a target ε gives σ (None in
+    headless builds)."""
+    if _headless():
+        return None
     import ipywidgets as w
     from IPython.display import display
 
@@ -122,11 +137,14 @@ def leakage_figure(results: Results, bound: str | None = None, sigma: str | None
 
 
 def leakage_explorer(results: Results) -> Any:
-    """A widget: choose C and σ among the run's stored attacks; shows :func:`leakage_figure`."""
+    """A widget: choose C and σ among the run's stored attacks; shows :func:`leakage_figure` (None in headless
+    builds)."""
+    attacks = _attacks(results)
+    if _headless():
+        return None
     import ipywidgets as w
     from IPython.display import display
 
-    attacks = _attacks(results)
     bounds = sorted({c for c, _ in attacks}, key=_order)
     sigmas = sorted({s for _, s in attacks}, key=_order)
     c = w.Dropdown(options=bounds, value=bounds[0], description="C")

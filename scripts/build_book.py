@@ -58,7 +58,8 @@ def execute(notebook: Path, mode: str = "quick", seed: int = 0) -> float:
 def execute_all(mode: str = "quick", seed: int = 0, jobs: int = 1) -> dict[str, float | Exception]:
     """Execute every staged chapter, ``jobs`` at a time; returns per chapter the seconds it took or its error.
 
-    With ``jobs`` > 1 each kernel gets ``FEDLIB_NUM_THREADS=1`` (kernels inherit this process's environment).
+    With ``jobs`` > 1 each kernel gets ``FEDLIB_NUM_THREADS=1`` (kernels inherit this process's environment);
+    every kernel gets ``FEDLIB_HEADLESS=1``, so the explorers draw their static figures without live widgets.
     The seconds per chapter are also written to ``_build/chapter_times.json``.
     """
     if jobs < 1:
@@ -66,6 +67,7 @@ def execute_all(mode: str = "quick", seed: int = 0, jobs: int = 1) -> dict[str, 
     saved = os.environ.get("FEDLIB_NUM_THREADS")
     if jobs > 1:
         os.environ["FEDLIB_NUM_THREADS"] = "1"
+    os.environ["FEDLIB_HEADLESS"] = "1"  # explorers keep their static figures, skip live widgets (fedlib.explorers)
     out: dict[str, float | Exception] = {}
     try:
         chapters = [nb for nb in notebooks() if nb.stem not in READERS]
@@ -82,6 +84,7 @@ def execute_all(mode: str = "quick", seed: int = 0, jobs: int = 1) -> dict[str, 
                     print(f"  {name}: " + (f"done in {out[name]:.0f} s" if isinstance(out[name], float)
                                            else f"FAILED ({type(out[name]).__name__})"), flush=True)
     finally:
+        os.environ.pop("FEDLIB_HEADLESS", None)
         if saved is None:
             os.environ.pop("FEDLIB_NUM_THREADS", None)
         else:

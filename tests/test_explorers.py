@@ -53,3 +53,9 @@ def test_leakage_figure_defaults_to_the_first_stored_attack():
     assert "C = 1.0, σ = 0.01" in fig._suptitle.get_text()
     with pytest.raises(ValueError, match="no stored attack"):
         leakage_figure(fake_attacks(), "7", "0.5")
+
+
+def test_headless_builds_skip_the_live_widgets(monkeypatch, capsys):
+    monkeypatch.setenv("FEDLIB_HEADLESS", "1")
+    assert dp_calculator() is None and leakage_explorer(fake_attacks()) is None
+    assert "JupyterLab or Colab" in capsys.readouterr().out
