@@ -21,7 +21,7 @@ def chromium() -> str | None:
 
 
 @pytest.mark.notebook
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(1800)  # may be the test that builds the shared executed book (about 13 minutes on 2 cores)
 def test_every_page_renders_in_a_real_browser(executed_book):
     assert executed_book["build"] is not None and executed_book["build"].returncode == 0, "the book did not build"
     browser_path = chromium()
