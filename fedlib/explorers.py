@@ -18,6 +18,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 
+from fedlib.plotting import image_grid
 from fedlib.privacy.accountant import calibrate_noise_multiplier, epsilon_curve
 from fedlib.results import Results
 
@@ -121,19 +122,11 @@ def leakage_figure(results: Results, bound: str | None = None, sigma: str | None
         bound, sigma = min(attacks, key=lambda k: (_order(k[0]), _order(k[1])))
     if (bound, sigma) not in attacks:
         raise ValueError(f"no stored attack at C = {bound}, σ = {sigma}; stored: {sorted(attacks)}")
-    name = attacks[(bound, sigma)]
-    truth, recon = results.images["truth"], results.images[name]
-    cols = min(columns, len(truth))
-    fig, axes = plt.subplots(2, cols, figsize=(1.1 * cols + 0.4, 2.8), squeeze=False)
-    for col in range(cols):
-        for row, batch in enumerate((truth, recon)):
-            axes[row][col].imshow(batch[col])
-            axes[row][col].set_axis_off()
     metrics = next((r for r in results.tables.get("T4.1", {}).get("rows", [])
                     if _same(r.get("C"), bound) and _same(r.get("sigma"), sigma)), None)
     extra = f", PSNR {metrics['ours']:.2f} dB" if metrics and metrics.get("ours") is not None else ""
-    fig.suptitle(f"top: real images; bottom: reconstruction at C = {bound}, σ = {sigma}{extra}")
-    return fig
+    return image_grid(results, ["truth", attacks[(bound, sigma)]], labels=["real images", "reconstruction"],
+                      columns=columns, title=f"Reconstruction at C = {bound}, σ = {sigma}{extra}")
 
 
 def leakage_explorer(results: Results) -> Any:

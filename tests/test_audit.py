@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from fedlib.fl.component import RoundContext
-from fedlib.fl.transforms import ClientMessage, ClipUpdate, GaussianNoise
+from fedlib.experiments.audit import transforms_release
+from fedlib.fl.transforms import ClipUpdate, GaussianNoise
 from fedlib.privacy.audit import audit, clopper_pearson_upper, epsilon_from_rates, epsilon_lower_bound
 from fedlib.privacy.mechanisms import gaussian_delta, gaussian_epsilon
 from fedlib.rng import make_generator
@@ -54,29 +54,17 @@ def test_gaussian_lower_bound_is_valid_and_rises_as_sigma_falls():
     assert bounds[0.5] > 1.0  # the audit has power: it certifies a non-trivial ε where the mechanism leaks
 
 
-def transforms_release(clip: bool, noise: float):
-    steps = ([ClipUpdate(1.0)] if clip else []) + [GaussianNoise(noise)]
-
-    def release(x: torch.Tensor, run: int) -> torch.Tensor:
-        msg = ClientMessage(client=0, num_samples=1, update=x.clone())
-        ctx = RoundContext(run, 1, 1, (0,), [slice(0, len(x))], 0)
-        if not clip:
-            msg.bound = torch.tensor(1.0)  # the claimed sensitivity, without the clipping that would ensure it
-        for step in steps:
-            step(msg, ctx)
-        return msg.update
-    return release
-
-
 def test_negative_controls_trip():
     claimed = gaussian_epsilon(1 / 2.0, DELTA)  # clip at C = 1 and noise 2C: ε ≈ 2.1 at δ = 1e-5
     x0, x1 = torch.zeros(8), torch.zeros(8)
     x1[0] = 10.0  # a canary update ten times the clipping bound
     kwargs = dict(trials=2000, delta=DELTA, generator=make_generator(2, "flip"))
-    honest = audit(transforms_release(True, 2.0), x0, x1, **kwargs)
+    honest = audit(transforms_release(lambda: [ClipUpdate(1.0), GaussianNoise(2.0)]), x0, x1, **kwargs)
     assert honest.epsilon_lb <= claimed
-    noise_off = audit(transforms_release(True, 0.0), x0, x1, **kwargs)
-    clipping_skipped = audit(transforms_release(False, 2.0), x0, x1, **kwargs)
+    noise_off = audit(transforms_release(lambda: [ClipUpdate(1.0), GaussianNoise(0.0)]), x0, x1, **kwargs)
+    # the noise still claims sensitivity C = 1, without the clipping that would ensure it
+    clipping_skipped = audit(transforms_release(lambda: [GaussianNoise(2.0)], bound_if_unclipped=1.0), x0, x1,
+                             **kwargs)
     assert noise_off.epsilon_lb > claimed and clipping_skipped.epsilon_lb > claimed
 
 

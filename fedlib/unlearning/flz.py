@@ -136,9 +136,9 @@ def orthogonality_loss(cosines: Tensor, form: RegForm = "cos") -> Tensor:
 
 
 def projected_cosines(target: Tensor, theta_hat: Tensor, zhat: Tensor, s: Tensor) -> Tensor:
-    """cos∠(target_k, θ̃^k_j) for θ̃^k_j = (ẑ_k · s^k_j) θ̂_k without building θ̃ (B, N, N−1, P): a scalar multiple
-    of θ̂_k, so the cosine is sign(ẑ_k · s^k_j) · cos∠(target_k, θ̂_k) (0 when the scalar is 0). Shapes: target and
-    θ̂ (B, N, P), ẑ (B, N, d), s (B, N, N−1, d) → (B, N, N−1)."""
+    """cos∠(target_k, θ̃^k_j) for θ̃^k_j = (ẑ_k · s^k_j) θ̂_k (eq. 3.6) without building θ̃ (B, N, N−1, P): a scalar
+    multiple of θ̂_k, so the cosine is sign(ẑ_k · s^k_j) · cos∠(target_k, θ̂_k) (0 when the scalar is 0). Shapes:
+    target and θ̂ (B, N, P), ẑ (B, N, d), s (B, N, N−1, d) → (B, N, N−1)."""
     scale = torch.einsum("bkd,bkjd->bkj", zhat, s)
     base = F.cosine_similarity(target, theta_hat, dim=-1, eps=1e-12)
     return torch.sign(scale) * base.unsqueeze(-1)
