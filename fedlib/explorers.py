@@ -5,6 +5,8 @@ widgets have no kernel, is never blank.
   back: a target ε → the smallest σ.
 * :func:`leakage_explorer`: pick a clipping bound C and noise σ among a privacy-evaluation run's attacks and see
   the reconstructions beside the real images, with its PSNR.
+* :func:`unlearning_explorer`: pick clients to forget from the SIFU chapter's trained federation and compare
+  SCRATCH, SIFU, FINE-TUNING, LAST and FedEraser on rounds and accuracy.
 
 Headless builds (``FEDLIB_HEADLESS=1``, set by ``scripts/build_book.py``) skip the live widgets and keep the static
 figures: executing widget cells under nbclient can block at random (jupyter/nbclient#312).
@@ -18,9 +20,9 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 
-from fedlib.plotting import image_grid
+from fedlib.plotting import grouped_bars, image_grid
 from fedlib.privacy.accountant import calibrate_noise_multiplier, epsilon_curve
-from fedlib.results import Results
+from fedlib.results import Results, rows_html
 
 
 def _headless() -> bool:
@@ -158,4 +160,81 @@ def leakage_explorer(results: Results) -> Any:
     box = w.VBox([w.HBox([c, s]), out])
     display(box)
     show()
+    return box
+
+
+#: the unlearning figure's panels: column -> axis label
+UNLEARNING_PANELS = {"rounds": "rounds after the request", "acc_forgotten": "accuracy on the forgotten clients",
+                     "acc_remaining": "accuracy on the remaining clients"}
+
+
+def unlearning_figure(rows: list[dict], *, group: str, title: str) -> plt.Figure:
+    """One panel per :data:`UNLEARNING_PANELS` column present in ``rows``: a bar per scheme and ``group``."""
+    panels = [(k, v) for k, v in UNLEARNING_PANELS.items() if any(r.get(k) is not None for r in rows)]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 1, 3.6), squeeze=False)
+    for ax, (key, label) in zip(axes[0], panels):
+        grouped_bars(rows, group, "scheme", key, ax=ax, ylabel=label)
+        ax.get_legend().remove()
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels))
+    fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig
+
+
+def forgotten_class_figure(results: Results) -> plt.Figure:
+    """The unlearning explorer's static view: the SIFU chapter's Fig. 6 (one request, the clients of class k)."""
+    rows = [{"class": r["class"], "scheme": r["scheme"], "rounds": r["ours"], "acc_forgotten": r["acc_forgotten"]}
+            for r in results.tables["F6"]["rows"]]
+    return unlearning_figure(rows, group="class", title=f"Forgetting the clients of one class "
+                             f"({results.config['setups'][0]['dataset']}, Fig. 6)")
+
+
+def _request_options(num_clients: int) -> list[tuple[str, tuple[int, ...]]]:
+    """The explorer's choices: every class's clients {10i + k} (the chapter's requests), then single clients."""
+    groups = [(f"the {num_clients // 10} clients of class {k}", tuple(range(k, num_clients, 10))) for k in range(10)]
+    return groups + [(f"client {i} alone (class {i % 10})", (i,)) for i in range(num_clients)]
+
+
+def unlearning_explorer(results: Results, *, progress: bool = True) -> Any:
+    """A widget: pick the clients to forget and the schemes, press the button, and the SIFU chapter's federation
+    (same configuration and seed, trained once when the explorer opens, with a progress bar if ``progress``)
+    serves that request with each scheme; shows :func:`unlearning_figure` and the rows (None in headless
+    builds)."""
+    if results.chapter != "sifu":
+        raise ValueError(f"results must come from the sifu chapter, got {results.chapter!r}")
+    if _headless():
+        return None
+    import ipywidgets as w
+    from IPython.display import display
+
+    from fedlib.experiments.sifu import UnlearningLab
+
+    print("training the chapter's federation once (seconds to a minute) ...")
+    lab = UnlearningLab.from_results(results, progress=progress)
+    options = _request_options(lab.setup.num_clients)
+    forget = w.Dropdown(options=options, value=options[0][1], description="forget")
+    schemes = w.SelectMultiple(options=UnlearningLab.SCHEMES, value=UnlearningLab.SCHEMES, description="schemes")
+    go = w.Button(description="unlearn")
+    out, table = w.Output(), w.HTML()
+
+    def serve(_=None):
+        label = next(k for k, v in options if v == forget.value)
+        go.description, go.disabled = "serving the request ...", True
+        try:
+            rows = lab.forget(list(forget.value), tuple(schemes.value))
+        finally:
+            go.description, go.disabled = "unlearn", False
+        for r in rows:
+            r["request"] = label
+        table.value = rows_html(f"Forgetting {label}", rows)
+        with out:
+            out.clear_output(wait=True)
+            unlearning_figure(rows, group="request", title=f"{lab.setup.dataset}: forgetting {label}")
+            plt.show()
+
+    go.on_click(serve)
+    box = w.VBox([w.HBox([forget, schemes]), go, out, table])
+    display(box)
+    serve()
     return box

@@ -70,6 +70,30 @@ def plot_table(results: Results, table_id: str, x: str, columns: dict[str, str],
     return ax
 
 
+def grouped_bars(rows: Sequence[dict], group: str, hue: str, value: str, *, ax: Axes | None = None,
+                 ylabel: str | None = None, xlabel: str | None = None, title: str | None = None) -> Axes:
+    """Bars of ``value`` for each ``group`` (x axis), one colour per ``hue``, in order of first appearance;
+    rows without a value are skipped."""
+    rows = [r for r in rows if r.get(value) is not None]
+    if not rows:
+        raise ValueError(f"no row has a value for {value!r}")
+    groups = list(dict.fromkeys(r[group] for r in rows))
+    hues = list(dict.fromkeys(r[hue] for r in rows))
+    if ax is None:
+        _, ax = plt.subplots()
+    width = 0.8 / len(hues)
+    for j, h in enumerate(hues):
+        points = [(groups.index(r[group]), r[value]) for r in rows if r[hue] == h]
+        ax.bar([x - 0.4 + width * (j + 0.5) for x, _ in points], [v for _, v in points], width, label=str(h))
+    ax.set_xticks(range(len(groups)), [str(g) for g in groups])
+    ax.set_xlabel(xlabel or group)
+    ax.set_ylabel(ylabel or value)
+    if title:
+        ax.set_title(title)
+    ax.legend()
+    return ax
+
+
 def image_grid(results: Results, names: Sequence[str], *, labels: Sequence[str] | None = None, columns: int = 8,
                title: str | None = None) -> plt.Figure:
     """One row per image batch of ``results.images`` (the first ``columns`` images of each), labelled on the left."""

@@ -6,7 +6,17 @@ import matplotlib
 import numpy as np
 import pytest
 
-from fedlib.explorers import dp_calculator, epsilon_figure, leakage_explorer, leakage_figure
+import dataclasses
+
+from fedlib.experiments.sifu import Setup, SIFUConfig, UnlearningLab
+from fedlib.explorers import (
+    dp_calculator,
+    epsilon_figure,
+    forgotten_class_figure,
+    leakage_explorer,
+    leakage_figure,
+    unlearning_explorer,
+)
 from fedlib.privacy.accountant import epsilon_curve
 from fedlib.results import Results
 
@@ -55,7 +65,53 @@ def test_leakage_figure_defaults_to_the_first_stored_attack():
         leakage_figure(fake_attacks(), "7", "0.5")
 
 
+#: a small SIFU federation on real MNIST (20 clients × 20 samples) so that the lab trains in about a second
+TINY = SIFUConfig(setups=(Setup("mnist", "logreg", num_clients=20, samples=20, batch_size=20, local_steps=2,
+                                target=0.6),), min_rounds=3, max_rounds=30)
+
+
+def tiny_sifu_results() -> Results:
+    res = Results("sifu", "quick", 0, dataclasses.asdict(TINY))
+    res.add_table("F6", "t", [{"class": k, "scheme": s, "paper": "", "ours": 10 + k, "acc_forgotten": 0.1 * k}
+                              for k in (0, 1) for s in ("SCRATCH", "SIFU", "FINE-TUNING")])
+    return res
+
+
+def test_unlearning_lab_serves_one_request_with_every_scheme(mnist):
+    lab = UnlearningLab.from_results(tiny_sifu_results())
+    assert lab.training.rounds >= 3
+    rows = {r["scheme"]: r for r in lab.forget([3, 13])}  # both clients of class 3
+    assert list(rows) == list(UnlearningLab.SCHEMES)
+    assert rows["SCRATCH"]["dist_to_scratch"] == 0 and rows["SCRATCH"]["restart_round"] == 0
+    assert rows["SCRATCH"]["acc_forgotten"] < 0.05  # a linear model never trained on class 3 never predicts it
+    assert rows["FINE-TUNING"]["restart_round"] == lab.training.rounds
+    assert all(0 <= r["acc_remaining"] <= 1 and r["rounds"] >= 1 for r in rows.values())
+    again = lab.forget([3, 13], ("SIFU",))
+    assert again == [rows["SIFU"]]  # deterministic
+    with pytest.raises(ValueError, match="schemes must be"):
+        lab.forget([3], ("RETRAIN",))
+    with pytest.raises(ValueError, match="not \\(or no longer\\) trained on"):
+        lab.forget([99])
+    with pytest.raises(ValueError, match="sifu chapter"):
+        UnlearningLab.from_results(fake_attacks())
+
+
+def test_unlearning_explorer_serves_the_chosen_request(mnist):
+    fig = forgotten_class_figure(tiny_sifu_results())
+    assert len(fig.axes) == 2 and [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["0", "1"]
+    box = unlearning_explorer(tiny_sifu_results(), progress=False)
+    forget, schemes = box.children[0].children
+    go, table = box.children[1], box.children[3]
+    assert forget.value == (0, 10) and len(forget.options) == 10 + 20
+    assert "the 2 clients of class 0" in table.value and "FEDERASER" in table.value
+    forget.value = (5,)
+    schemes.value = ("SCRATCH", "SIFU")
+    go.click()
+    assert "client 5 alone" in table.value and "SIFU" in table.value and "FEDERASER" not in table.value
+
+
 def test_headless_builds_skip_the_live_widgets(monkeypatch, capsys):
     monkeypatch.setenv("FEDLIB_HEADLESS", "1")
     assert dp_calculator() is None and leakage_explorer(fake_attacks()) is None
+    assert unlearning_explorer(tiny_sifu_results()) is None
     assert "JupyterLab or Colab" in capsys.readouterr().out

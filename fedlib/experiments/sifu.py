@@ -389,3 +389,54 @@ def _claims(res: Results, cfg: SIFUConfig, f2: list[dict]) -> None:
                   "clients is closer to SCRATCH's than FINE-TUNING's is (mean over requests; the paper: SIFU ≈ "
                   "SCRATCH)", abs(wm["SIFU"] - wm["SCRATCH"]) < abs(wm["FINE-TUNING"] - wm["SCRATCH"]),
                   ", ".join(f"{k} {v:.3f}" for k, v in wm.items()))
+
+
+class UnlearningLab:
+    """One trained federation of the chapter (the first setup of its config) that serves single requests on demand,
+    for the unlearning explorer: SCRATCH, SIFU, FINE-TUNING, LAST and FedEraser forget the same clients from the
+    same trained model. Training (with Ψ tracked at the setup's Ψ*) happens once, in the constructor."""
+
+    SCHEMES = ("SCRATCH", "SIFU", "FINE-TUNING", "LAST", "FEDERASER")
+
+    def __init__(self, config: SIFUConfig = QUICK, *, seed: int = 0, progress: bool = False) -> None:
+        self.cfg, self.setup = config, config.setups[0]
+        self.fed, self.test = _federation(self.setup, seed)
+        self.scfg = _stage_config(self.setup, config)
+        self.store = UpdateStore(config.federaser_interval)
+        self.training = run_stage(self.fed, self.scfg, get_flat(self.fed.trainer.model),
+                                  range(self.setup.num_clients), index=0,
+                                  thresholds=(psi_star(self.setup.sigma, config.epsilon, config.delta),),
+                                  observers=[self.store], progress=progress)
+
+    @classmethod
+    def from_results(cls, results: Results, *, progress: bool = False) -> UnlearningLab:
+        """The lab of a SIFU chapter run: same configuration and seed."""
+        if results.chapter != "sifu":
+            raise ValueError(f"results must come from the sifu chapter, got {results.chapter!r}")
+        c = dict(results.config)
+        cfg = SIFUConfig(**{**c, "setups": tuple(Setup(**s) for s in c["setups"])})
+        return cls(cfg, seed=results.seed, progress=progress)
+
+    def forget(self, clients: list[int], schemes: tuple[str, ...] = SCHEMES, *, progress: bool = False
+               ) -> list[dict]:
+        """Serve one request W = ``clients`` with each scheme; one row per scheme: rounds after the request,
+        accuracy on the forgotten and on the remaining clients' data, L2 distance to SCRATCH's model."""
+        unknown = [s for s in schemes if s not in self.SCHEMES]
+        if unknown or not schemes:
+            raise ValueError(f"schemes must be a non-empty subset of {self.SCHEMES}, got {schemes!r}")
+        cfg, setup, fed, req = self.cfg, self.setup, self.fed, [list(clients)]
+        ref = scratch(fed, self.scfg, self.training, req, progress=progress)  # validates the request
+        serve = {"SCRATCH": lambda: ref,
+                 "SIFU": lambda: sifu(fed, self.scfg, self.training, req, sigma=setup.sigma, epsilon=cfg.epsilon,
+                                      delta=cfg.delta, progress=progress),
+                 "FINE-TUNING": lambda: fine_tune(fed, self.scfg, self.training, req, progress=progress),
+                 "LAST": lambda: last(fed, self.scfg, self.training, req, epsilon=cfg.epsilon, delta=cfg.delta,
+                                      progress=progress),
+                 "FEDERASER": lambda: federaser(fed, self.scfg, self.training, req, self.store,
+                                                calibration_ratio=cfg.federaser_ratio, progress=progress)}
+        rows = []
+        for name in schemes:
+            row = _rows(serve[name](), fed, self.test, ref, setup.dataset)[0]
+            rows.append({k: row[k] for k in ("scheme", "rounds", "restart_round", "acc_forgotten", "acc_remaining",
+                                             "dist_to_scratch", "mia_auc")})
+        return rows
