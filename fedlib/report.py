@@ -17,9 +17,16 @@ def _load(chapter: str, mode: str, root: str | Path | None) -> Results | None:
         return None
 
 
+def _machine(env: dict[str, str]) -> str:
+    """Where a run ran, from its results file: threads, cores, torch and GPU (older files lack the core count)."""
+    gpu = env.get("cuda", "none")
+    return (f"{env.get('threads', '?')} thread(s) of {env.get('cpus', '?')} CPU(s), torch {env.get('torch', '?')}"
+            + ("" if gpu == "none" else f", {gpu}"))
+
+
 def chapter_status(chapter: str, root: str | Path | None = None) -> dict[str, Any]:
     """One line: per mode, how many claims came out as expected (held, or documented as not reproduced), with
-    the seed and the run time; and an overall status."""
+    the seed, the run time and the machine; and an overall status."""
     if chapter not in CHAPTERS:
         raise ValueError(f"chapter must be one of {CHAPTERS}, got {chapter!r}")
     row: dict[str, Any] = {"chapter": chapter}
@@ -33,7 +40,7 @@ def chapter_status(chapter: str, root: str | Path | None = None) -> dict[str, An
         documented = sum(not c.get("expected", True) for c in res.claims)
         row[mode] = (f"{expected}/{len(res.claims)} claims as expected"
                      + (f" ({documented} documented as not reproduced)" if documented else "")
-                     + f"; seed {res.seed}, {res.elapsed_s:.0f} s")
+                     + f"; seed {res.seed}, {res.elapsed_s:.0f} s on {_machine(res.environment)}")
         surprises = (surprises or 0) + len(res.surprises())
     row["status"] = ("no results yet" if surprises is None else
                      "every claim as expected" if surprises == 0 else f"{surprises} claim(s) differ from expected")

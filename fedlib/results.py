@@ -45,7 +45,7 @@ def _environment() -> dict[str, str]:
 
     return {"python": platform.python_version(), "torch": torch.__version__, "machine": platform.machine(),
             "processor": platform.processor() or platform.machine(), "threads": str(torch.get_num_threads()),
-            "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"}
+            "cpus": str(os.cpu_count()), "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"}
 
 
 def _clean(value: Any) -> Any:

@@ -52,7 +52,19 @@ def execute(notebook: Path, mode: str = "quick", seed: int = 0) -> float:
     pm.execute_notebook(str(notebook), str(notebook), parameters={"mode": mode, "seed": seed},
                         kernel_name="python3", cwd=str(notebook.parent), execution_timeout=1800,
                         progress_bar=False)
+    if (mode, seed) == ("quick", 0):  # papermill's copy of the default parameters would only repeat them
+        _hide_injected_parameters(notebook)
     return time.perf_counter() - began
+
+
+def _hide_injected_parameters(notebook: Path) -> None:
+    """Tag papermill's "injected-parameters" cell remove-cell, so the page shows the chapter's own parameters once."""
+    nb = json.loads(notebook.read_text())
+    for cell in nb["cells"]:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            tags.append("remove-cell")
+    notebook.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
 def execute_all(mode: str = "quick", seed: int = 0, jobs: int = 1) -> dict[str, float | Exception]:

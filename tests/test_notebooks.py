@@ -1,6 +1,7 @@
 """Every chapter notebook executed by papermill in quick mode; its claims hold; the book builds with -W."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -45,9 +46,13 @@ def test_book_builds_without_warnings(executed_book):
         page = (html / "notebooks" / f"{nb.stem}.html").read_text()
         assert "Traceback" not in page and "PapermillExecutionError" not in page, nb.stem
         assert page.count("<table") >= 5, f"{nb.stem}: the results tables should render as HTML tables"
+        assert "tag_injected-parameters" not in page, f"{nb.stem}: papermill's parameters cell is shown twice"
     assert list((html / "_images").glob("*.png")), "the executed chapters' figures are missing"
     assert executed_book["errors"]["report"] is None, executed_book["errors"]["report"]
     report = (html / "notebooks" / "report.html").read_text()
     for nb in CHAPTER_NOTEBOOKS:  # every chapter has landed in the report with its claims
         assert f"<h3>{nb.stem}</h3>" in report, nb.stem
     assert "does not hold" not in report and "claim(s) differ from expected" not in report
+    for full in sorted((ROOT / "results" / "full").glob("*.json")):  # committed full runs reach the report
+        row = re.search(f"<tr><td>{full.stem}</td>(.*?)</tr>", report)
+        assert row and "not run" not in row.group(1), f"{full.stem}: the full run is missing from the report"

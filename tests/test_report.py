@@ -22,6 +22,7 @@ def test_status_and_tables_from_results_files(tmp_path):
     fake_run("quick", [0.8, 0.7], True).save(tmp_path)
     status = chapter_status("flz", tmp_path)
     assert status["quick"].startswith("2/2 claims as expected (1 documented") and status["full"] == "not run"
+    assert "seed 0, 12 s on " in status["quick"] and "thread(s) of" in status["quick"]
     assert status["status"] == "every claim as expected"
     (caption, rows), = paper_tables("flz", tmp_path)
     assert caption.startswith("flz T4.2") and rows[0] == {"framework": "f0", "paper": 0.5, "ours (quick)": 0.8}
