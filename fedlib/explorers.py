@@ -14,7 +14,13 @@ figures: executing widget cells under nbclient can block at random (jupyter/nbcl
 
 from __future__ import annotations
 
+import base64
+import functools
+import io
+import math
 import os
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -23,6 +29,30 @@ import numpy as np
 from fedlib.plotting import grouped_bars, image_grid
 from fedlib.privacy.accountant import calibrate_noise_multiplier, epsilon_curve
 from fedlib.results import Results, rows_html
+
+
+#: ipykernel 7 may run widget callbacks concurrently; pyplot is not thread-safe, and two redraws at once (a slider
+#: snapping the value a button had just set) rendered a nearly blank figure in JupyterLab
+_REDRAW = threading.Lock()
+
+
+def _serialised(callback: Callable[..., None]) -> Callable[..., None]:
+    """The callback, run under :data:`_REDRAW`."""
+    @functools.wraps(callback)
+    def run(*args: Any) -> None:
+        with _REDRAW:
+            callback(*args)
+    return run
+
+
+def _img(fig: plt.Figure) -> str:
+    """The figure as an HTML ``<img>`` (inline PNG) for an ``ipywidgets.HTML`` (closed afterwards). Widgets redraw
+    by replacing that value: printing into an ``Output`` widget stacked several figures in JupyterLab when
+    redraws came fast (a slider snapping its value), and an ``ipywidgets.Image`` was rescaled and cropped."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    plt.close(fig)
+    return f'<img src="data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}" style="max-width: 100%">'
 
 
 def _headless() -> bool:
@@ -56,34 +86,35 @@ def dp_calculator(*, sigma: float = 1.0, sample_rate: float = 0.01, rounds: int 
     import ipywidgets as w
     from IPython.display import display
 
-    s = w.FloatLogSlider(value=sigma, base=10, min=-0.7, max=1.5, step=0.01, description="σ")
+    s = w.FloatLogSlider(value=sigma, base=10, min=-0.7, max=1.5, step=0.001, description="σ")
     q = w.FloatLogSlider(value=sample_rate, base=10, min=-4, max=0, step=0.05, description="q")
-    t = w.IntSlider(value=rounds, min=1, max=10_000, step=10, description="rounds")
+    t = w.IntSlider(value=rounds, min=1, max=10_000, step=1, description="rounds")
     d = w.FloatLogSlider(value=delta, base=10, min=-9, max=-3, step=1, description="δ")
     target = w.BoundedFloatText(value=8.0, min=0.01, max=1000.0, description="target ε")
     solve = w.Button(description="σ for target ε")
-    out = w.Output()
+    text, image = w.HTML(), w.HTML()
 
+    @_serialised
     def show(*_):
-        with out:
-            out.clear_output(wait=True)
-            eps = epsilon_curve(noise_multiplier=s.value, sample_rate=q.value, steps=t.value, delta=d.value)
-            print(f"ε = {eps[-1]:.4g} after {t.value} rounds (σ = {s.value:.3g}, q = {q.value:.3g}, "
-                  f"δ = {d.value:.0e})")
-            fig, ax = plt.subplots(figsize=(6.4, 3.0))
-            ax.plot(np.arange(1, t.value + 1), eps)
-            ax.set_xlabel("rounds")
-            ax.set_ylabel("ε")
-            plt.show()
+        eps = epsilon_curve(noise_multiplier=s.value, sample_rate=q.value, steps=t.value, delta=d.value)
+        text.value = (f"<b>ε = {eps[-1]:.4g}</b> after {t.value} rounds (σ = {s.value:.3g}, q = {q.value:.3g}, "
+                      f"δ = {d.value:.0e})")
+        fig, ax = plt.subplots(figsize=(6.4, 3.0))
+        ax.plot(np.arange(1, t.value + 1), eps)
+        ax.set_xlabel("rounds")
+        ax.set_ylabel("ε")
+        image.value = _img(fig)
 
     def calibrate(_):
-        s.value = calibrate_noise_multiplier(target_epsilon=target.value, delta=d.value, sample_rate=q.value,
-                                             steps=t.value)
+        sigma = calibrate_noise_multiplier(target_epsilon=target.value, delta=d.value, sample_rate=q.value,
+                                           steps=t.value)
+        # up to the slider's grid: the browser snaps σ to it, and snapping down would overshoot the target ε
+        s.value = s.base ** (s.min + math.ceil((math.log(sigma, s.base) - s.min) / s.step - 1e-9) * s.step)
 
     for widget in (s, q, t, d):
         widget.observe(show, names="value")
     solve.on_click(calibrate)
-    box = w.VBox([w.HBox([s, q]), w.HBox([t, d]), w.HBox([target, solve]), out])
+    box = w.VBox([w.HBox([s, q]), w.HBox([t, d]), w.HBox([target, solve]), text, image])
     display(box)
     show()
     return box
@@ -144,20 +175,19 @@ def leakage_explorer(results: Results) -> Any:
     sigmas = sorted({s for _, s in attacks}, key=_order)
     c = w.Dropdown(options=bounds, value=bounds[0], description="C")
     s = w.Dropdown(options=sigmas, value=sigmas[0], description="σ")
-    out = w.Output()
+    text, image = w.HTML(), w.HTML()
 
+    @_serialised
     def show(*_):
-        with out:
-            out.clear_output(wait=True)
-            if (c.value, s.value) not in attacks:
-                print(f"no stored attack at C = {c.value}, σ = {s.value}; stored: {sorted(attacks)}")
-                return
-            leakage_figure(results, c.value, s.value)
-            plt.show()
+        if (c.value, s.value) not in attacks:
+            text.value = f"no stored attack at C = {c.value}, σ = {s.value}; stored: {sorted(attacks)}"
+            return
+        text.value = ""
+        image.value = _img(leakage_figure(results, c.value, s.value))
 
     c.observe(show, names="value")
     s.observe(show, names="value")
-    box = w.VBox([w.HBox([c, s]), out])
+    box = w.VBox([w.HBox([c, s]), text, image])
     display(box)
     show()
     return box
@@ -216,8 +246,9 @@ def unlearning_explorer(results: Results, *, progress: bool = True) -> Any:
     forget = w.Dropdown(options=options, value=options[0][1], description="forget")
     schemes = w.SelectMultiple(options=UnlearningLab.SCHEMES, value=UnlearningLab.SCHEMES, description="schemes")
     go = w.Button(description="unlearn")
-    out, table = w.Output(), w.HTML()
+    image, table = w.HTML(), w.HTML()
 
+    @_serialised
     def serve(_=None):
         label = next(k for k, v in options if v == forget.value)
         go.description, go.disabled = "serving the request ...", True
@@ -228,13 +259,10 @@ def unlearning_explorer(results: Results, *, progress: bool = True) -> Any:
         for r in rows:
             r["request"] = label
         table.value = rows_html(f"Forgetting {label}", rows)
-        with out:
-            out.clear_output(wait=True)
-            unlearning_figure(rows, group="request", title=f"{lab.setup.dataset}: forgetting {label}")
-            plt.show()
+        image.value = _img(unlearning_figure(rows, group="request", title=f"{lab.setup.dataset}: forgetting {label}"))
 
     go.on_click(serve)
-    box = w.VBox([w.HBox([forget, schemes]), go, out, table])
+    box = w.VBox([w.HBox([forget, schemes]), go, image, table])
     display(box)
     serve()
     return box

@@ -21,6 +21,7 @@ from fedlib.privacy.accountant import epsilon_curve
 from fedlib.results import Results
 
 matplotlib.use("Agg")
+PNG = '<img src="data:image/png;base64,'  # how the explorers draw a figure into their HTML widget
 
 
 def test_dp_calculator_computes_and_calibrates():
@@ -28,10 +29,14 @@ def test_dp_calculator_computes_and_calibrates():
     s, q = box.children[0].children
     t, d = box.children[1].children
     target, solve = box.children[2].children
+    text, image = box.children[3:]
+    before = image.value
+    assert before.startswith(PNG) and "after 100 rounds" in text.value
     target.value = 2.0
     solve.click()  # σ for ε = 2 after 100 rounds at q = 0.01
     eps = epsilon_curve(noise_multiplier=s.value, sample_rate=q.value, steps=t.value, delta=d.value)[-1]
     assert eps <= 2.0 and eps > 1.9
+    assert f"ε = {eps:.4g}" in text.value and image.value != before  # one redraw, replacing the old figure
     assert epsilon_figure(rounds=50).axes[0].get_yscale() == "log"
 
 
@@ -53,7 +58,12 @@ def test_leakage_explorer_browses_stored_attacks():
     box = leakage_explorer(res)
     c, s = box.children[0].children
     assert list(c.options) == ["1.0", "median"] and list(s.options) == ["0.01", "0.1"]
-    s.value = "0.1"  # redraws without error
+    text, image = box.children[1:]
+    before = image.value
+    s.value = "0.1"
+    assert image.value.startswith(PNG) and image.value != before and text.value == ""
+    c.value = "median"  # no attack stored at (median, 0.1): says so, keeps the last figure
+    assert "no stored attack" in text.value and image.value
     with pytest.raises(ValueError, match="no stored reconstructions"):
         leakage_explorer(Results("privacy_eval", "quick", 0, {}))
 
@@ -101,13 +111,14 @@ def test_unlearning_explorer_serves_the_chosen_request(mnist):
     assert len(fig.axes) == 2 and [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["0", "1"]
     box = unlearning_explorer(tiny_sifu_results(), progress=False)
     forget, schemes = box.children[0].children
-    go, table = box.children[1], box.children[3]
+    go, image, table = box.children[1:]
     assert forget.value == (0, 10) and len(forget.options) == 10 + 20
     assert "the 2 clients of class 0" in table.value and "FEDERASER" in table.value
     forget.value = (5,)
     schemes.value = ("SCRATCH", "SIFU")
     go.click()
     assert "client 5 alone" in table.value and "SIFU" in table.value and "FEDERASER" not in table.value
+    assert image.value.startswith(PNG)
 
 
 def test_headless_builds_skip_the_live_widgets(monkeypatch, capsys):
