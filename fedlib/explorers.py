@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import html
 import io
 import math
 import os
@@ -254,6 +255,9 @@ def unlearning_explorer(results: Results, *, progress: bool = True) -> Any:
         go.description, go.disabled = "serving the request ...", True
         try:
             rows = lab.forget(list(forget.value), tuple(schemes.value))
+        except ValueError as err:  # e.g. no scheme selected: say so where the table goes
+            table.value = f"<p><b>Cannot serve this request:</b> {html.escape(str(err))}</p>"
+            return
         finally:
             go.description, go.disabled = "unlearn", False
         for r in rows:

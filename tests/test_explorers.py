@@ -109,6 +109,9 @@ def test_unlearning_lab_serves_one_request_with_every_scheme(mnist):
 def test_unlearning_explorer_serves_the_chosen_request(mnist):
     fig = forgotten_class_figure(tiny_sifu_results())
     assert len(fig.axes) == 2 and [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["0", "1"]
+    # bars scheme by scheme, class 0 then 1: rounds (F6's "ours") left, accuracy on the forgotten clients right
+    assert [p.get_height() for p in fig.axes[0].patches] == [10, 11] * 3
+    assert [p.get_height() for p in fig.axes[1].patches] == pytest.approx([0.0, 0.1] * 3)
     box = unlearning_explorer(tiny_sifu_results(), progress=False)
     forget, schemes = box.children[0].children
     go, image, table = box.children[1:]
@@ -119,6 +122,9 @@ def test_unlearning_explorer_serves_the_chosen_request(mnist):
     go.click()
     assert "client 5 alone" in table.value and "SIFU" in table.value and "FEDERASER" not in table.value
     assert image.value.startswith(PNG)
+    schemes.value = ()
+    go.click()  # nothing selected: the reason replaces the table, the button works again
+    assert "Cannot serve this request" in table.value and "schemes must be" in table.value and not go.disabled
 
 
 def test_headless_builds_skip_the_live_widgets(monkeypatch, capsys):

@@ -419,8 +419,9 @@ class UnlearningLab:
 
     def forget(self, clients: list[int], schemes: tuple[str, ...] = SCHEMES, *, progress: bool = False
                ) -> list[dict]:
-        """Serve one request W = ``clients`` with each scheme; one row per scheme: rounds after the request,
-        accuracy on the forgotten and on the remaining clients' data, L2 distance to SCRATCH's model."""
+        """Serve one request W = ``clients`` with each scheme; one row per scheme: rounds after the request, the
+        round it restarted from, accuracy on the forgotten and on the remaining clients' data, L2 distance to
+        SCRATCH's model, and the membership-inference AUC on the forgotten clients' samples."""
         unknown = [s for s in schemes if s not in self.SCHEMES]
         if unknown or not schemes:
             raise ValueError(f"schemes must be a non-empty subset of {self.SCHEMES}, got {schemes!r}")
