@@ -1,6 +1,17 @@
 """Datasets held as tensors, and partitioners that split them across clients."""
 
-from fedlib.data.datasets import DATASETS, DatasetNotFoundError, Split, data_root, load_dataset
+from fedlib.data.datasets import (
+    DATASETS,
+    FULL_SIZES,
+    QUICK_SUBSETS,
+    DatasetIncompleteError,
+    DatasetNotFoundError,
+    Split,
+    data_root,
+    load_dataset,
+    pixel_source,
+    quick_indices,
+)
 from fedlib.data.partition import (
     PARTITIONERS,
     class_per_client,
@@ -14,7 +25,8 @@ from fedlib.data.partition import (
 )
 
 __all__ = [
-    "DATASETS", "DatasetNotFoundError", "Split", "data_root", "load_dataset",
+    "DATASETS", "FULL_SIZES", "QUICK_SUBSETS", "DatasetIncompleteError", "DatasetNotFoundError", "Split", "data_root",
+    "load_dataset", "pixel_source", "quick_indices",
     "PARTITIONERS", "class_per_client", "class_shards", "dirichlet", "iid", "partition", "repeated", "shards",
     "unequal",
 ]

@@ -22,6 +22,10 @@ class DatasetNotFoundError(FileNotFoundError):
     """A dataset is missing from the data root and could not be downloaded."""
 
 
+class DatasetIncompleteError(DatasetNotFoundError):
+    """The data root holds only part of a dataset that a setting needs whole (e.g. an offline subset)."""
+
+
 @dataclass(frozen=True)
 class DatasetInfo:
     """What fedlib needs to know about one dataset."""
@@ -46,6 +50,27 @@ DATASETS: dict[str, DatasetInfo] = {
     "cifar100": DatasetInfo("cifar-100-python", (3, 32, 32), 100, (0.5071, 0.4865, 0.4409),
                             (0.2673, 0.2564, 0.2762), ("meta", "train", "test")),
 }
+
+
+#: Official sizes (train, test): a full-mode setting refuses anything smaller (see ``load_dataset(subset="full")``).
+FULL_SIZES: dict[str, tuple[int, int]] = {"mnist": (60_000, 10_000), "fashion_mnist": (60_000, 10_000),
+                                          "cifar10": (50_000, 10_000), "cifar100": (50_000, 10_000)}
+
+#: The fixed quick-mode subsets, as (start, count) ranges of the official order; they never grow with the data
+#: root. CIFAR-10: the first images of each official batch, exactly the 5,438 training / 1,017 test images that
+#: the offline data held before the full CIFAR-10 arrived (1,102 of ``data_batch_1``; 1,017 of batches 2, 3 and 5;
+#: 1,285 of ``data_batch_4``; 1,017 of ``test_batch``), so quick results stay comparable across data roots. Every
+#: one of these test images has exact official pixels. CIFAR-100: the first 1,117 training / 916 test images, the
+#: offline subset. MNIST and Fashion-MNIST: quick mode uses the whole split.
+QUICK_SUBSETS: dict[tuple[str, bool], tuple[tuple[int, int], ...]] = {
+    ("cifar10", True): ((0, 1102), (10_000, 1017), (20_000, 1017), (30_000, 1285), (40_000, 1017)),
+    ("cifar10", False): ((0, 1017),),
+    ("cifar100", True): ((0, 1117),),
+    ("cifar100", False): ((0, 916),),
+}
+
+#: What ``load_dataset(subset=...)`` accepts.
+SUBSETS = ("all", "quick", "full")
 
 
 @dataclass(frozen=True)
@@ -123,8 +148,66 @@ def _load_raw(name: str, train: bool, root: str, download: bool | None) -> tuple
     return x.contiguous(), y
 
 
+def quick_indices(name: str, train: bool) -> Tensor | None:
+    """Indices (official order) of the fixed quick-mode subset of a split; None where quick mode uses all of it."""
+    ranges = QUICK_SUBSETS.get((name, bool(train)))
+    if ranges is None:
+        return None
+    return torch.cat([torch.arange(start, start + count) for start, count in ranges])
+
+
+def _select(name: str, train: bool, subset: str, x: Tensor, y: Tensor, root: Path) -> tuple[Tensor, Tensor]:
+    """Apply ``subset`` to the raw split ``x, y`` as found under ``root`` (see :func:`load_dataset`)."""
+    split = "training" if train else "test"
+    full = FULL_SIZES[name][0 if train else 1]
+    found = len(y)
+    if subset == "full":
+        if found < full:
+            raise DatasetIncompleteError(
+                f"this setting needs the full {_TITLES[name]} ({full:,} {split} images; found {found:,} under "
+                f"{root}) — run with internet access (torchvision downloads it) or point FEDLIB_DATA at the "
+                "official files")
+        return x, y
+    if subset == "quick":
+        idx = quick_indices(name, train)
+        if idx is None:
+            return x, y
+        if found == len(idx):  # a data root that holds exactly the quick subset (fedlib's former offline files)
+            return x, y
+        if found < full:
+            raise DatasetIncompleteError(
+                f"the quick-mode {_TITLES[name]} subset is the first images of each official batch "
+                f"({len(idx):,} {split} images); the {found:,} found under {root} are neither those nor the "
+                "full split — point FEDLIB_DATA at the official files")
+        return x[idx], y[idx]
+    return x, y
+
+
+_TITLES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST", "cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}
+
+
+def pixel_source(name: str, *, subset: str = "all", root: str | Path | None = None) -> Tensor:
+    """Where each test image's pixels come from: 1 exact official pixels, 2 partly exact, 0 decoded from a lossy
+    JPEG export (int8, one per test image of ``load_dataset(name, train=False, subset=subset)``).
+
+    Only the offline CIFAR-10 test split marks some images inexact (``test_batch_pixel_source.npy`` beside
+    ``test_batch``; see the data README); without that file every image is the official one (source 1).
+    """
+    root = Path(root).expanduser() if root is not None else data_root()
+    n = len(load_dataset(name, train=False, root=root, subset=subset, normalize=False))
+    path = root / DATASETS[name].folder / "test_batch_pixel_source.npy"
+    if name != "cifar10" or not path.exists():
+        return torch.ones(n, dtype=torch.int8)
+    source = torch.from_numpy(np.load(path)).to(torch.int8)
+    idx = quick_indices(name, False) if subset == "quick" and len(source) != n else None
+    source = source[idx] if idx is not None else source
+    if len(source) != n:
+        raise ValueError(f"{path} marks {len(source):,} images but the test split has {n:,}")
+    return source
+
+
 def load_dataset(name: str, *, train: bool = True, root: str | Path | None = None,
-                 normalize: bool = True, download: bool | None = None) -> Split:
+                 normalize: bool = True, download: bool | None = None, subset: str = "all") -> Split:
     """Load a dataset split as tensors.
 
     Args:
@@ -133,18 +216,26 @@ def load_dataset(name: str, *, train: bool = True, root: str | Path | None = Non
         root: data root; defaults to :func:`data_root`.
         normalize: standardise each channel with the dataset's mean and std; otherwise pixels are in [0, 1].
         download: None tries a download only when files are missing; False never downloads.
+        subset: ``"all"`` whatever the data root holds; ``"quick"`` the fixed quick-mode subset
+            (:data:`QUICK_SUBSETS`: CIFAR-10's first images of each official batch, the whole split for the
+            others), never more; ``"full"`` the official split, refusing a partial one
+            (:class:`DatasetIncompleteError`, e.g. the offline CIFAR-100 subset).
 
     Returns:
         A :class:`Split` with ``x`` of shape (N, C, H, W), float32.
 
     Raises:
-        ValueError: unknown ``name``.
+        ValueError: unknown ``name`` or ``subset``.
         DatasetNotFoundError: files missing and no download possible.
+        DatasetIncompleteError: ``subset="full"`` (or ``"quick"``) and the data root holds too few images.
     """
     if name not in DATASETS:
         raise ValueError(f"name must be one of {sorted(DATASETS)}, got {name!r}")
+    if subset not in SUBSETS:
+        raise ValueError(f"subset must be one of {SUBSETS}, got {subset!r}")
     root = Path(root).expanduser() if root is not None else data_root()
     raw_x, y = _load_raw(name, bool(train), str(root), download)
+    raw_x, y = _select(name, bool(train), subset, raw_x, y, root)
     info = DATASETS[name]
     x = raw_x.to(torch.float32).div_(255.0)
     if normalize:

@@ -137,8 +137,9 @@ def sigma_of(spec: Spec, cfg: ADPDFLConfig) -> float:
                                      num_clients=cfg.num_clients, protocol=spec.protocol, m_e=spec.m_e))
 
 
-def _federation(cfg: ADPDFLConfig, dataset: str, method: str, seed: int) -> Federation:
-    train, test = load_dataset(dataset, train=True), load_dataset(dataset, train=False)
+def _federation(cfg: ADPDFLConfig, dataset: str, method: str, seed: int, subset: str) -> Federation:
+    train = load_dataset(dataset, train=True, subset=subset)
+    test = load_dataset(dataset, train=False, subset=subset)
     if cfg.train_images is not None and cfg.train_images < len(train):
         train = train.subset(torch.randperm(len(train), generator=make_generator(seed, "subset", dataset))
                              [:cfg.train_images])
@@ -205,7 +206,7 @@ def run(config: ADPDFLConfig = QUICK, *, mode: str = "quick", seed: int = 0, pro
     for spec in todo:
         key = (spec.dataset, spec.partition)
         if key not in feds:
-            feds[key] = _federation(cfg, *key, seed)
+            feds[key] = _federation(cfg, *key, seed, mode)
         acc[spec] = train_one(spec, cfg, feds[key], seed, checkpoints=checkpoints, progress=progress)
     for spec, ys in acc.items():
         res.add_series(spec.name, list(range(1, len(ys) + 1)), ys, label=spec.name)

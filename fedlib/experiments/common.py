@@ -28,10 +28,11 @@ class Federation:
 
 
 def make_federation(dataset: str, method: str, num_clients: int, *, seed: int, repeat: int = 1,
-                    **partition_kwargs) -> Federation:
-    """Load ``dataset`` and partition its training split with ``method`` (see :func:`fedlib.data.partition`)."""
-    train = load_dataset(dataset, train=True)
-    test = load_dataset(dataset, train=False)
+                    subset: str = "all", **partition_kwargs) -> Federation:
+    """Load ``dataset`` (``subset``: see :func:`fedlib.data.load_dataset`; a chapter passes its mode) and partition
+    its training split with ``method`` (see :func:`fedlib.data.partition`)."""
+    train = load_dataset(dataset, train=True, subset=subset)
+    test = load_dataset(dataset, train=False, subset=subset)
     clients = partition(method, train.y, num_clients, generator=make_generator(seed, "partition", method),
                         repeat=repeat, **partition_kwargs)
     return Federation(train, test, clients)

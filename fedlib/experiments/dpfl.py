@@ -125,11 +125,11 @@ class _Runner:
     """Runs the variants of one setting on one federation and keeps their results."""
 
     def __init__(self, cfg: DPFLConfig, setting: Setting, seed: int, progress: bool,
-                 checkpoints: Path | None) -> None:
+                 checkpoints: Path | None, subset: str) -> None:
         self.cfg, self.setting, self.seed, self.progress = cfg, setting, seed, progress
         self.checkpoints = checkpoints
         self.fed: Federation = make_federation(cfg.dataset, "class_shards", setting.num_clients, seed=seed,
-                                               repeat=setting.repeat)
+                                               repeat=setting.repeat, subset=subset)
         self.runs: dict[str, RunResult] = {}
 
     def ldp_rounds(self) -> int:
@@ -260,7 +260,7 @@ def run(config: DPFLConfig = QUICK, *, mode: str = "quick", seed: int = 0, progr
     top = f"{cfg.top_rate:.0%}"
     found: dict[str, dict[str, RunResult]] = {}
     for s in cfg.settings:
-        runner = _Runner(cfg, s, seed, progress, checkpoints)
+        runner = _Runner(cfg, s, seed, progress, checkpoints, mode)
         anatomy += runner.noise_anatomy()
         for name, algorithm in _ldp_variants(cfg, s).items():
             runner.run(name, algorithm, track="ldp")
@@ -329,8 +329,8 @@ def run(config: DPFLConfig = QUICK, *, mode: str = "quick", seed: int = 0, progr
     from fedlib.data.datasets import load_dataset
 
     dpsgd = dataclasses.replace(cfg.dpsgd, seed=seed)
-    ref = train_dpsgd(fresh_model(cfg.model, seed), load_dataset(cfg.dataset, train=True),
-                      load_dataset(cfg.dataset, train=False), dpsgd)
+    ref = train_dpsgd(fresh_model(cfg.model, seed), load_dataset(cfg.dataset, train=True, subset=mode),
+                      load_dataset(cfg.dataset, train=False, subset=mode), dpsgd)
     t31.insert(0, {"algorithm": "DP-SGD [93]", "clients": 1, "csr": 1.0, "rounds_paper": 700,
                    "rounds_ours": dpsgd.epochs, "dp": f"(8, {dpsgd.delta:g})-DP", "epsilon_ours": ref.epsilon,
                    "paper": 0.97, "ours": ref.accuracy})

@@ -240,7 +240,7 @@ def run(config: FednoreConfig = QUICK, *, mode: str = "quick", seed: int = 0, pr
     rows: dict[str, list[dict]] = {"sweep": [], "T3.3": [], "T3.2": [], "sigma": [], "lr": []}
     for r in cfg.runs:
         track = r.track
-        fed = make_federation(track.dataset, "class_shards", r.num_clients, seed=seed)
+        fed = make_federation(track.dataset, "class_shards", r.num_clients, seed=seed, subset=mode)
         n_mean = sum(len(c) for c in fed.clients) / len(fed.clients)
         runs = found[track.key] = {}
         todo = variants(r)

@@ -116,7 +116,7 @@ def run(config: FoundationsConfig = QUICK, *, mode: str = "quick", seed: int = 0
     # 1. FedAvg on IID vs label-shard partitions
     accs = {}
     for method in ("iid", "shards"):
-        fed = make_federation(cfg.dataset, method, cfg.num_clients, seed=seed)
+        fed = make_federation(cfg.dataset, method, cfg.num_clients, seed=seed, subset=mode)
         out = run_federated(fresh_model(cfg.model, seed), fed.train, fed.clients, fed.test,
                             _fedavg_config(cfg, seed, cfg.rounds, cfg.clients_per_round), progress=progress)
         x, y = out.series("accuracy")
@@ -131,7 +131,7 @@ def run(config: FoundationsConfig = QUICK, *, mode: str = "quick", seed: int = 0
     ])
 
     # 2. Clipping and the Gaussian mechanism
-    norms = _update_norms(cfg, make_federation(cfg.dataset, "iid", cfg.num_clients, seed=seed), seed)
+    norms = _update_norms(cfg, make_federation(cfg.dataset, "iid", cfg.num_clients, seed=seed, subset=mode), seed)
     median = float(norms.median())  # Geyer et al.'s bound (thesis eq. 2.27): half the clients get clipped
     clipped = torch.linalg.vector_norm(clip_rows(norms.reshape(-1, 1), median), dim=1)
     target_std = cfg.noise_multiplier * cfg.clip
@@ -160,7 +160,7 @@ def run(config: FoundationsConfig = QUICK, *, mode: str = "quick", seed: int = 0
                   accountant_rows())
 
     # 4. Local vs central DP at the same sigma and clipping bound
-    fed = make_federation(cfg.dataset, "iid", cfg.dp_num_clients, seed=seed, repeat=cfg.dp_repeat)
+    fed = make_federation(cfg.dataset, "iid", cfg.dp_num_clients, seed=seed, repeat=cfg.dp_repeat, subset=mode)
     dp_cfg = _fedavg_config(cfg, seed, cfg.dp_rounds, cfg.dp_clients_per_round, uniform=True)
     variants = {
         "FedAvg (no DP)": Algorithm(),

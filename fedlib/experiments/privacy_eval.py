@@ -131,9 +131,9 @@ def sigma_scale(images: int, parameters: int) -> float:
     return images / DOC_SAMPLES * math.sqrt(DOC_PARAMETERS / parameters)
 
 
-def _client_data(cfg: PrivacyEvalConfig, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _client_data(cfg: PrivacyEvalConfig, seed: int, subset: str) -> tuple[torch.Tensor, torch.Tensor]:
     """n training images of n different CIFAR-100 classes (one per class; the first of each class found)."""
-    train = load_dataset("cifar100", train=True, normalize=False)
+    train = load_dataset("cifar100", train=True, normalize=False, subset=subset)
     if cfg.images > train.num_classes:
         raise ValueError(f"images must be <= {train.num_classes} (one per class), got {cfg.images}")
     classes = torch.randperm(train.num_classes, generator=make_generator(seed, "classes"))[:cfg.images]
@@ -141,10 +141,10 @@ def _client_data(cfg: PrivacyEvalConfig, seed: int) -> tuple[torch.Tensor, torch
     return train.x[idx], train.y[idx]
 
 
-def _evaluators(cfg: PrivacyEvalConfig, seed: int) -> list[torch.nn.Module]:
+def _evaluators(cfg: PrivacyEvalConfig, seed: int, subset: str) -> list[torch.nn.Module]:
     """Two small CIFAR-100 classifiers trained here on the offline subset: the stand-ins for the thesis's five
     pretrained evaluators of P(pl), whose weights need the internet (spec card §7.12)."""
-    train = load_dataset("cifar100", train=True, normalize=False)
+    train = load_dataset("cifar100", train=True, normalize=False, subset=subset)
     models = []
     for name, kwargs in (("mlp", dict(in_features=3072, hidden=(256,), num_classes=100)),
                          ("cnn_cifar", dict(num_classes=100))):
@@ -171,7 +171,9 @@ def run(config: PrivacyEvalConfig = QUICK, *, mode: str = "quick", seed: int = 0
     began = time.perf_counter()
     cfg = config
     res = Results("privacy_eval", mode, seed, dataclasses.asdict(cfg))
-    x, y = _client_data(cfg, seed)
+    # quick: the fixed first 1,117 CIFAR-100 images whatever the data root holds; full: any images for the
+    # attacks, the official training split for the FL setting (T4.4)
+    x, y = _client_data(cfg, seed, "quick" if mode == "quick" else "all")
     model = fresh_model("mlp", seed, in_features=3072, hidden=cfg.hidden, num_classes=100)
     d = num_parameters(model)
     scale = sigma_scale(cfg.images, d)
@@ -182,14 +184,14 @@ def run(config: PrivacyEvalConfig = QUICK, *, mode: str = "quick", seed: int = 0
     noisy, median_bound = _shared_gradients(cfg, traj, settings, scale, seed)
     x0 = torch.rand((1, *x.shape), generator=make_generator(seed, "dummy"))
     recon = _attack(model, cfg, traj, settings, noisy, y, x0, progress)
-    evaluators = _evaluators(cfg, seed)
+    evaluators = _evaluators(cfg, seed, "quick" if mode == "quick" else "all")
     metrics = {s: _metrics(recon[s], x, evaluators, s.total_noise(median_bound)) for s in settings}
     res.add_images("truth", x)
     for s in settings:
         if s.round == 1 and s.manner == "one-round":
             res.add_images(s.name, recon[s])
     _tables(res, cfg, settings, metrics, scale, d, median_bound)
-    _t44(res, cfg, metrics, _fl_metrics(cfg, model, scale, x0, evaluators, seed, progress))
+    _t44(res, cfg, metrics, _fl_metrics(cfg, model, scale, x0, evaluators, seed, progress, mode))
     _curves(res, cfg, metrics)
     _claims(res, cfg, metrics)
     res.elapsed_s = time.perf_counter() - began
@@ -242,11 +244,11 @@ def _attack(model, cfg: PrivacyEvalConfig, traj, settings: list[Setting], noisy,
     return recon
 
 
-def _fl_metrics(cfg: PrivacyEvalConfig, model, scale: float, x0, evaluators, seed: int, progress: bool
-                ) -> dict[float, list[dict]]:
+def _fl_metrics(cfg: PrivacyEvalConfig, model, scale: float, x0, evaluators, seed: int, progress: bool,
+                subset: str) -> dict[float, list[dict]]:
     """Table 4.4's FL side: a UDP-FL run per C (the noise changes the global model), client 0 attacked with the
     all-round manner after every round; the metrics of every round."""
-    train = load_dataset("cifar100", train=True, normalize=False)
+    train = load_dataset("cifar100", train=True, normalize=False, subset=subset)
     need = cfg.fl_clients * cfg.fl_images
     if need > len(train):
         raise ValueError(f"the FL setting needs fl_clients × fl_images = {need} CIFAR-100 training images; the "
