@@ -9,7 +9,6 @@ DC's model is evaluated in batches with ``torch.func``; the run checkpoints and 
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,10 +18,10 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
+from fedlib import checkpoint as checkpoint_io
 from fedlib.algorithms.adpdfl import PROTOCOLS, choose_leader, gossip_graph, mixing_matrix, privatize
 from fedlib.data.datasets import Split
 from fedlib.fl import LocalSGD, LocalTrainer, get_flat, sample_clients
-from fedlib.fl.engine import _save_checkpoint
 from fedlib.rng import make_generator
 
 
@@ -131,9 +130,12 @@ def evaluate_many(model: nn.Module, params: Tensor, x: Tensor, y: Tensor, *, mod
     return correct.double() / len(y)
 
 
-def _fingerprint(config: DecentralizedConfig, clients: Sequence[Tensor], num_params: int) -> dict:
-    return {"config": dataclasses.asdict(config), "client_sizes": [len(c) for c in clients],
-            "num_params": num_params}
+def _identity(config: DecentralizedConfig, model: nn.Module, init: Tensor, train: Split, clients: Sequence[Tensor],
+              test: Split) -> dict:
+    """Everything that determines the run's numbers (see :mod:`fedlib.checkpoint`)."""
+    return checkpoint_io.identity(config=config, architecture=repr(model), init=init.cpu(), clients=list(clients),
+                                  train=checkpoint_io.data_digest(train.x, train.y),
+                                  test=checkpoint_io.data_digest(test.x, test.y))
 
 
 def run_decentralized(model: nn.Module, train: Split, clients: Sequence[Tensor], test: Split,
@@ -165,14 +167,11 @@ def run_decentralized(model: nn.Module, train: Split, clients: Sequence[Tensor],
     max_rounds = cfg.max_rounds_per_client or cfg.rounds
     state = {"round": 0, "models": w0.expand(num_clients, -1).clone(), "leader_model": w0.clone(),
              "leader": None, "counts": torch.zeros(num_clients, dtype=torch.long), "metrics": []}
-    fingerprint = _fingerprint(cfg, clients, w0.numel())
     path = Path(checkpoint) if checkpoint is not None else None
-    if path is not None and path.exists():
-        saved = torch.load(path, weights_only=False, map_location=device)
-        if saved["fingerprint"] != fingerprint:
-            raise ValueError(f"checkpoint {path} was written for a different configuration or partition; "
-                             "delete it or pass another path")
-        state = saved["state"]
+    ident = _identity(cfg, model, w0, train, clients, test) if path is not None else None
+    saved = checkpoint_io.load(path, ident, map_location=device) if path is not None else None
+    if saved is not None:
+        state = saved
 
     began = time.perf_counter()
     rounds = range(state["round"], cfg.rounds)
@@ -188,7 +187,7 @@ def run_decentralized(model: nn.Module, train: Split, clients: Sequence[Tensor],
         state["counts"][list(chosen)] += 1
         _round(t, chosen, state, cfg, trainer, x, y, clients, tx, ty)
         if path is not None:
-            _save_checkpoint(path, {"fingerprint": fingerprint, "state": state})
+            checkpoint_io.save(path, ident, state)
     return DecentralizedResult(state["models"], state["leader_model"], state["metrics"], len(state["metrics"]),
                                time.perf_counter() - began)
 

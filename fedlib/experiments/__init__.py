@@ -20,8 +20,10 @@ def run_chapter(chapter: str, mode: str = "quick", *, seed: int = 0, out: str | 
                 progress: bool = False, checkpoints: str | Path | None = None) -> Results:
     """Run a chapter's experiments in ``mode`` and write ``<out>/<mode>/<chapter>.json``.
 
-    ``checkpoints``: a folder where chapters that support it keep one checkpoint per training run, so an
-    interrupted chapter run resumes where it stopped (finished runs are read back, not re-trained).
+    ``checkpoints``: a folder where chapters that support it keep one checkpoint per training run (under
+    ``<checkpoints>/<mode>/``), so an interrupted chapter run resumes where it stopped (finished runs are read back,
+    not re-trained). A checkpoint written for another run (other configuration, algorithm, W^0, partition or data)
+    stops the run with :class:`~fedlib.checkpoint.CheckpointMismatch` naming what differs.
     """
     if chapter not in CHAPTER_MODULES:
         raise ValueError(f"chapter must be one of {sorted(CHAPTER_MODULES)}, got {chapter!r}")
@@ -33,7 +35,7 @@ def run_chapter(chapter: str, mode: str = "quick", *, seed: int = 0, out: str | 
     if checkpoints is not None:
         if "checkpoints" not in inspect.signature(module.run).parameters:
             raise ValueError(f"chapter {chapter!r} does not support checkpoints")
-        kwargs["checkpoints"] = Path(checkpoints)
+        kwargs["checkpoints"] = Path(checkpoints) / mode
     results = module.run(config, mode=mode, seed=seed, progress=progress, **kwargs)
     results.save(out)
     return results

@@ -5,10 +5,8 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
 import logging
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +17,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
+from fedlib import checkpoint as checkpoint_io
 from fedlib.data.datasets import Split
 from fedlib.fl.aggregators import Aggregator, WeightedMean
 from fedlib.fl.client import LocalSGD, LocalTrainer, Loss, Penalty, evaluate
@@ -200,16 +199,28 @@ def _client_uploads(pool: _ClientPool, algorithm: Algorithm, params: Tensor, tra
     return uploads, train_loss
 
 
-def _fingerprint(config: FLConfig, clients: Sequence[Tensor], num_params: int) -> dict:
-    return {"config": dataclasses.asdict(config), "client_sizes": [len(c) for c in clients],
-            "num_params": num_params}
+def _identity(config: FLConfig, algorithm: Algorithm, model: nn.Module, init: Tensor, train: Split,
+              clients: Sequence[Tensor], test: Split | None, history: str) -> dict:
+    """Everything that determines a run's numbers (see :mod:`fedlib.checkpoint`): the configuration, the algorithm
+    with every part's parameters, the architecture and W^0, the partition and the data."""
+    return checkpoint_io.identity(
+        config=config, algorithm=algorithm, architecture=repr(model), init=init, clients=list(clients),
+        train=checkpoint_io.data_digest(train.x, train.y),
+        test=None if test is None else checkpoint_io.data_digest(test.x, test.y), history=history)
 
 
-def _save_checkpoint(path: Path, state: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)  # atomic: a kill during the write leaves the previous checkpoint intact
+def _history_state(record: History | None) -> dict | None:
+    if record is None:
+        return None
+    return {"models": record.models, "participants": [list(p) for p in record.participants],
+            "updates": record.updates, "keep_updates": record.keep_updates}
+
+
+def _history_from(state: dict | None) -> History | None:
+    if state is None:
+        return None
+    return History(state["models"], [tuple(p) for p in state["participants"]], state["updates"],
+                   state["keep_updates"])
 
 
 def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], test: Split | None,
@@ -231,8 +242,10 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
         init: flat initial parameters W^0.
         history: record nothing, the global models, or models and client uploads.
         checkpoint: file to save the run's state to every ``checkpoint_every`` rounds; if it exists
-            and was written for the same configuration, the run resumes from it and reaches the same
-            numbers as an uninterrupted run.
+            and was written for the same run (configuration, algorithm and its parameters, W^0, partition,
+            data: :mod:`fedlib.checkpoint`), the run resumes from it and reaches the same numbers as an
+            uninterrupted run; if it was written for another run, :class:`~fedlib.checkpoint.CheckpointMismatch`
+            is raised, naming what differs.
         progress: show a tqdm progress bar.
         callback: called as ``callback(round, metrics)`` after every evaluated round.
         workers: clients trained in parallel (threads, one torch thread each); default: torch's thread
@@ -260,16 +273,12 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
     record = History(keep_updates=history == "updates") if history != "none" else None
     metrics: list[dict[str, float]] = []
     start_round = 0
-    fingerprint = _fingerprint(config, clients, params.numel())
     ckpt_path = Path(checkpoint) if checkpoint is not None else None
-
-    if ckpt_path is not None and ckpt_path.exists():
-        state = torch.load(ckpt_path, weights_only=False)
-        if state["fingerprint"] != fingerprint:
-            raise ValueError(f"checkpoint {ckpt_path} was written for a different configuration or partition; "
-                             "delete it or pass another path")
+    ident = _identity(config, algorithm, model, params, train, clients, test, history) if ckpt_path else None
+    state = checkpoint_io.load(ckpt_path, ident) if ckpt_path is not None else None
+    if state is not None:
         params, metrics, start_round = state["params"], state["metrics"], state["round"]
-        record = state["history"]
+        record = _history_from(state["history"])
         for comp, comp_state in zip(algorithm.components(), state["components"]):
             comp.load_state_dict(comp_state)
     else:
@@ -316,9 +325,9 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
                     row.update(comp.metrics())
                 metrics.append(row)
             if ckpt_path is not None and (completed % checkpoint_every == 0 or completed == config.rounds):
-                _save_checkpoint(ckpt_path, {
-                    "fingerprint": fingerprint, "round": completed, "params": params, "metrics": metrics,
-                    "history": record, "components": [c.state_dict() for c in algorithm.components()],
+                checkpoint_io.save(ckpt_path, ident, {
+                    "round": completed, "params": params, "metrics": metrics, "history": _history_state(record),
+                    "components": [c.state_dict() for c in algorithm.components()],
                 })
             if callback is not None and row is not None:
                 callback(completed, row)
