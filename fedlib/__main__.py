@@ -1,22 +1,41 @@
-"""Command line: run a chapter without Jupyter, or use the DP calculator.
+"""Command line: run a chapter without Jupyter, see how far full mode is, register verdicts, or use the DP calculator.
 
-    python -m fedlib run CHAPTER --mode quick|full [--out DIR] [--seed N]
+    python -m fedlib run CHAPTER [--mode quick|full] [--seed N] [--out DIR] [--checkpoints DIR]
+                                 [--units N] [--budget MINUTES]
+    python -m fedlib status [--out DIR]
+    python -m fedlib sweep CHAPTER [--seeds 0,1,2,3,4] [--threads 1,2]
     python -m fedlib privacy epsilon --sigma S --q Q --steps T --delta D
     python -m fedlib privacy sigma --epsilon E --q Q --steps T --delta D
     python -m fedlib privacy adpdfl --epsilon E --delta D --rounds T --m-tcs M_TCS [--m-e M_E] [--clients M]
+
+User errors exit with status 2 and one line naming the parameter, the value and what is allowed; Ctrl-C exits with
+130 after saying where the finished work is kept.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 
-def _positive_float(text: str) -> float:
+class UsageError(Exception):
+    """A bad argument or environment variable: reported as one line, exit status 2."""
+
+
+def _number(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = _number(text)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return value
@@ -36,29 +55,68 @@ def _open_unit(text: str) -> float:
     return value
 
 
-def _positive_int(text: str) -> int:
+def _int(text: str, low: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be >= {low}, got {text}")
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from fedlib.experiments import CHAPTER_MODULES
+def _positive_int(text: str) -> int:
+    return _int(text, 1)
 
-    parser = argparse.ArgumentParser(prog="python -m fedlib", description=__doc__.split("\n")[0])
+
+def _natural(text: str) -> int:
+    return _int(text, 0)
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 0:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers >= 0, got {text!r}")
+    return values
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from fedlib.experiments import CHAPTER_MODULES, supports
+
+    parser = argparse.ArgumentParser(prog="python -m fedlib", description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run a chapter's experiments and write its results file")
+    resumable = ", ".join(c for c in CHAPTER_MODULES if supports(c, "checkpoints"))
+    run = sub.add_parser("run", help="run a chapter's experiments and write its results file", description=(
+        "Run a chapter and write <out>/<mode>/<chapter>.json. Quick mode (the book's) runs a scaled-down "
+        "configuration in minutes; full mode runs the paper's configuration as units, one file each under "
+        "<out>/full/<chapter>/units/: finished units are read back, so a full run can be built up over many runs "
+        "(--units / --budget) and machines."))
     run.add_argument("chapter", choices=sorted(CHAPTER_MODULES))
-    run.add_argument("--mode", choices=("quick", "full"), default="quick")
-    run.add_argument("--out", default=None, help="results root (default: $FEDLIB_RESULTS or ./results)")
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--checkpoints", default=None,
-                     help="folder for per-run checkpoints: an interrupted chapter run resumes from them")
+    run.add_argument("--mode", choices=("quick", "full"), default="quick",
+                     help="quick: the book's scaled-down run; full: the paper's configuration (default quick)")
+    run.add_argument("--out", default=None, help="results root (default: $FEDLIB_RESULTS or the checkout's results/)")
+    run.add_argument("--seed", type=_natural, default=0, help="the seed of every random stream (default 0)")
+    run.add_argument("--checkpoints", default=None, help=(
+        f"folder for per-training-run checkpoints, so an interrupted run resumes inside a unit (chapters that "
+        f"resume: {resumable}); a checkpoint of another configuration stops the run with what differs"))
+    run.add_argument("--units", type=_natural, default=None, help="full mode: run at most N missing units, then stop")
+    run.add_argument("--budget", type=_positive_float, default=None,
+                     help="full mode: start no new unit after this many minutes")
+
+    status = sub.add_parser("status", help="full mode: units done / total per chapter and the time left")
+    status.add_argument("--out", default=None, help="results root (default: $FEDLIB_RESULTS or results/)")
+
+    sweep = sub.add_parser("sweep", help="register a chapter's quick-mode verdicts: seeds × torch threads")
+    sweep.add_argument("chapter", choices=sorted(CHAPTER_MODULES))
+    sweep.add_argument("--seeds", type=_int_list, default=[0, 1, 2, 3, 4], help="default 0,1,2,3,4")
+    sweep.add_argument("--threads", type=_int_list, default=[1, 2], help="default 1,2")
+    sweep.add_argument("--cores", type=_positive_int, default=os.cpu_count() or 1,
+                       help="threads busy at once (default: the CPU count)")
 
     privacy = sub.add_parser("privacy", help="DP calculator (RDP accountant of the sampled Gaussian mechanism)")
     psub = privacy.add_subparsers(dest="quantity", required=True)
@@ -82,49 +140,124 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.command == "privacy":
-        from fedlib.privacy import RDPAccountant, calibrate_noise_multiplier
+def _writable(option: str, folder: str | None) -> None:
+    """Fail before any work if ``folder`` cannot be created or written."""
+    if folder is None:
+        return
+    path = Path(folder)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".fedlib-write-test-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as err:
+        raise UsageError(f"{option}: {folder} is not a writable folder ({err.strerror or err})") from None
 
-        if args.quantity == "adpdfl":
-            import math
 
-            from fedlib.algorithms.adpdfl import theorem8_sigma2
+def _privacy(args: argparse.Namespace) -> int:
+    from fedlib.privacy import RDPAccountant, calibrate_noise_multiplier
 
-            try:
-                s2 = theorem8_sigma2(epsilon=args.epsilon, delta=args.delta, rounds=args.rounds, m_tcs=args.m_tcs,
-                                     num_clients=args.clients, m_e=args.m_e,
-                                     protocol="gossip" if args.m_e is not None else "pseudo_central")
-            except ValueError as err:
-                print(f"error: {err}", file=sys.stderr)
-                return 2
-            print(f"{s2:.6g}")
-            print(f"(σ = {math.sqrt(s2):.6g}; per-coordinate noise std 2Cσ/n_i)", file=sys.stderr)
-            return 0
-        if args.quantity == "epsilon":
-            acc = RDPAccountant()
-            acc.step(noise_multiplier=args.sigma, sample_rate=args.q, steps=args.steps)
-            eps, order = acc.get_privacy_spent(args.delta, args.conversion)
-            print(f"{eps:.6f}")
-            print(f"(optimal Rényi order {order:g})", file=sys.stderr)
-        else:
-            sigma = calibrate_noise_multiplier(target_epsilon=args.epsilon, delta=args.delta, sample_rate=args.q,
-                                               steps=args.steps, conversion=args.conversion)
-            print(f"{sigma:.6f}")
+    if args.quantity == "adpdfl":
+        import math
+
+        from fedlib.algorithms.adpdfl import theorem8_sigma2
+
+        s2 = theorem8_sigma2(epsilon=args.epsilon, delta=args.delta, rounds=args.rounds, m_tcs=args.m_tcs,
+                             num_clients=args.clients, m_e=args.m_e,
+                             protocol="gossip" if args.m_e is not None else "pseudo_central")
+        print(f"{s2:.6g}")
+        print(f"(σ = {math.sqrt(s2):.6g}; per-coordinate noise std 2Cσ/n_i)", file=sys.stderr)
         return 0
-
-    from fedlib.experiments import run_chapter
-    from fedlib.experiments.common import set_threads
-    from fedlib.results import verdict
-
-    set_threads()
-    results = run_chapter(args.chapter, args.mode, seed=args.seed, out=args.out, progress=True,
-                          checkpoints=args.checkpoints)
-    print(f"wrote {results.path(args.out)} in {results.elapsed_s:.1f} s")
-    for claim in results.claims:
-        print(f"  [{verdict(claim)}] {claim['text']}: {claim['evidence']}")
+    if args.quantity == "epsilon":
+        acc = RDPAccountant()
+        acc.step(noise_multiplier=args.sigma, sample_rate=args.q, steps=args.steps)
+        eps, order = acc.get_privacy_spent(args.delta, args.conversion)
+        print(f"{eps:.6f}")
+        print(f"(optimal Rényi order {order:g})", file=sys.stderr)
+    else:
+        sigma = calibrate_noise_multiplier(target_epsilon=args.epsilon, delta=args.delta, sample_rate=args.q,
+                                           steps=args.steps, conversion=args.conversion)
+        print(f"{sigma:.6f}")
     return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from fedlib.experiments import CHAPTER_MODULES, run_chapter, supports
+    from fedlib.units import estimate_left
+
+    print(f"{'chapter':14} {'units done':>10}  {'est. left':>10}  blocked")
+    for chapter in CHAPTER_MODULES:
+        if not supports(chapter, "units"):
+            print(f"{chapter:14} {'(not split into units yet)':>24}")
+            continue
+        summary = run_chapter(chapter, "full", out=args.out, plan_only=True).units
+        left = estimate_left(summary)
+        left_text = "–" if summary["not_run"] == 0 else "?" if left is None else f"{left / 3600:.1f} h"
+        blocked = "; ".join(f"{u}: {r}" for u, r in summary["blocked"].items()) or "–"
+        print(f"{chapter:14} {summary['done']:>4} / {summary['total']:<4}  {left_text:>10}  {blocked}")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from fedlib.experiments import run_chapter, supports
+    from fedlib.ledger import format_value
+    from fedlib.units import Budget, estimate_left
+
+    if args.mode == "quick" and (args.units is not None or args.budget is not None):
+        raise UsageError("--units/--budget: only full mode is split into units; quick mode runs whole")
+    _writable("--out", args.out)
+    _writable("--checkpoints", args.checkpoints)
+    budget = None
+    if args.units is not None or args.budget is not None:
+        budget = Budget(units=args.units, seconds=None if args.budget is None else args.budget * 60)
+    if args.mode == "full" and supports(args.chapter, "units"):
+        plan = run_chapter(args.chapter, "full", seed=args.seed, out=args.out, plan_only=True).units
+        left = estimate_left(plan)
+        print(f"{args.chapter} full: {plan['done']}/{plan['total']} units done, {plan['not_run']} to run"
+              + ("" if left is None else f" (about {left / 3600:.1f} h at the pace of the finished ones)")
+              + "".join(f"\n  blocked: {u}: {r}" for u, r in plan["blocked"].items()))
+    try:
+        results = run_chapter(args.chapter, args.mode, seed=args.seed, out=args.out, progress=True,
+                              checkpoints=args.checkpoints, budget=budget)
+    except KeyboardInterrupt:
+        where = f" and checkpoints in {Path(args.checkpoints) / args.mode}" if args.checkpoints else ""
+        units = " finished units are kept" if args.mode == "full" else " nothing of this run was written"
+        print(f"\ninterrupted:{units}{where}; run the same command again to resume", file=sys.stderr)
+        return 130
+    print(f"wrote {results.path(args.out)} in {results.elapsed_s:.1f} s")
+    if results.units.get("total"):
+        u = results.units
+        print(f"units: {u['done']}/{u['total']} done ({u['computed']} computed now), {u['not_run']} not run yet, "
+              f"{len(u['blocked'])} blocked")
+    for c in results.claims:
+        print(f"  [{c['outcome']}] {c['key']}: {format_value(c['value'], c['unit'])} ({c['metric']})")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from fedlib.data import DatasetNotFoundError
+
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "privacy":
+            return _privacy(args)
+        from fedlib.experiments.common import set_threads
+
+        set_threads()
+        if args.command == "status":
+            return _status(args)
+        if args.command == "sweep":
+            from fedlib.sweep import sweep
+
+            sweep(args.chapter, seeds=args.seeds, threads=args.threads, cores=args.cores)
+            return 0
+        return _run(args)
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except (ValueError, DatasetNotFoundError) as err:  # a configuration, file or environment fedlib refuses
+        print(f"error: {str(err).splitlines()[0]}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,49 +1,123 @@
-"""The reproduction report: one status line per chapter, then each chapter's paper tables with the paper's numbers,
-ours in quick mode and, where a full run was produced, in full mode, and every claim's verdict — all read from the
-results files the chapters write (``results/<mode>/<chapter>.json``)."""
+"""The reproduction report: per chapter and in total, how many of the sources' result statements our runs reproduce,
+do not reproduce, or leave inconclusive at their scale — in quick mode (the registered verdicts of a seed sweep,
+:mod:`fedlib.ledger`) and in full mode (the one full run, where it exists) — then each chapter's paper tables with
+the paper's numbers, ours in quick mode and ours in full mode, and its ledger. Everything is read from the results
+files (``results/<mode>/<chapter>.json``), the registered verdicts and the chapters' ledgers.
+"""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any
 
+from fedlib.ledger import MODE_ONLY, NOT_RUN, VERDICTS, Claim, counts, format_value, registered_verdicts
 from fedlib.results import CHAPTERS, MODES, Results, load_results
 
+#: chapter id -> title as the book's table of contents shows it
+TITLES = {"foundations": "Foundations", "dpfl": "DPFL: LDP-FL and LCDP-FL", "fednore": "Fed-nore",
+          "privacy_eval": "Privacy evaluation", "adpdfl": "ADPDFL", "sifu": "SIFU",
+          "deniability": "Plausible deniability", "flz": "Contribution model (FLZ)", "audit": "Auditing our claims"}
 
-def _load(chapter: str, mode: str, root: str | Path | None) -> Results | None:
+
+def ledger_of(chapter: str) -> list[Claim]:
+    """The chapter's ledger (``LEDGER`` of its experiments module)."""
+    from fedlib.experiments import CHAPTER_MODULES
+
+    if chapter not in CHAPTER_MODULES:
+        raise ValueError(f"chapter must be one of {CHAPTERS}, got {chapter!r}")
+    return list(getattr(importlib.import_module(CHAPTER_MODULES[chapter]), "LEDGER", []))
+
+
+def _load(chapter: str, mode: str, root: str | Path | None) -> Results | str | None:
+    """The results, None if the file does not exist, or a one-line reason if it is unreadable."""
     try:
         return load_results(chapter, mode, root)
     except FileNotFoundError:
         return None
+    except ValueError as err:
+        return f"unreadable: {err}"
 
 
 def _machine(env: dict[str, str]) -> str:
-    """Where a run ran, from its results file: threads, cores, torch and GPU (older files lack the core count)."""
+    """Where a run ran, from its results file: threads, cores, torch and GPU."""
     gpu = env.get("cuda", "none")
     return (f"{env.get('threads', '?')} thread(s) of {env.get('cpus', '?')} CPU(s), torch {env.get('torch', '?')}"
             + ("" if gpu == "none" else f", {gpu}"))
 
 
+def ledger_rows(chapter: str, root: str | Path | None = None) -> list[dict[str, Any]]:
+    """One row per claim and setting: the paper's words and evidence, the quick verdict registered by the seed sweep
+    (with the spread of the measured values), this quick run's value, and the full run's value and verdict."""
+    ledger = ledger_of(chapter)
+    registered = registered_verdicts(chapter, ledger)
+    runs = {mode: _load(chapter, mode, root) for mode in MODES}
+    entries = {mode: {c["key"]: c for c in r.claims} if isinstance(r, Results) else {} for mode, r in runs.items()}
+    rows = []
+    for claim in ledger:
+        for setting in claim.settings:
+            key = claim.key(setting)
+            reg = registered.get(key)
+            quick, full = entries["quick"].get(key), entries["full"].get(key)
+            spread = reg.spread if reg is not None else None
+            rows.append({
+                "claim": claim.id, "setting": setting, "kind": claim.kind, "paper": claim.paper,
+                "evidence": claim.evidence, "metric": claim.metric,
+                "test": f"{claim.direction} {format_value(claim.threshold, claim.unit).lstrip('+')}",
+                "quick": (reg.verdict if reg is not None else "full mode only" if "quick" not in claim.modes
+                          else "no sweep yet"),
+                "quick spread": "–" if spread is None else " … ".join(format_value(v, claim.unit) for v in
+                                                                     (spread[0], spread[2])),
+                "quick runs": "" if reg is None else ", ".join(f"{n} {v}" for v, n in reg.counts.items()),
+                "this run": "not run" if quick is None else format_value(quick["value"], claim.unit),
+                "this run agrees": None if quick is None or reg is None or reg.verdict not in VERDICTS[:2]
+                else quick["outcome"] == reg.verdict,
+                "full": ("quick mode only" if "full" not in claim.modes else "not run" if full is None
+                         else full["outcome"]),
+                "full value": "–" if full is None else format_value(full["value"], claim.unit),
+            })
+    return rows
+
+
+def chapter_counts(chapter: str, root: str | Path | None = None) -> dict[str, Any]:
+    """Reproduced / not reproduced / inconclusive among the chapter's claims (facts excluded), for quick mode (the
+    registered verdicts) and full mode (the full run's outcomes, "not run" for units not finished); the number of
+    facts; and how many claims this quick run contradicts (a decisive registered verdict it does not give)."""
+    rows = [r for r in ledger_rows(chapter, root) if r["kind"] == "claim"]
+    quick = counts(r["quick"] if r["quick"] in VERDICTS else NOT_RUN for r in rows if r["quick"] not in MODE_ONLY)
+    full = counts(r["full"] if r["full"] in VERDICTS else NOT_RUN for r in rows if r["full"] not in MODE_ONLY)
+    return {"quick": quick, "full": full, "claims": len(rows),
+            "facts": sum(r["kind"] == "fact" for r in ledger_rows(chapter, root)),
+            "contradicted": sum(r["this run agrees"] is False for r in rows)}
+
+
+def _count_text(c: dict[str, int]) -> str:
+    text = " / ".join(str(c.get(v, 0)) for v in VERDICTS)
+    return text + (f" ({c[NOT_RUN]} not run)" if c.get(NOT_RUN) else "")
+
+
 def chapter_status(chapter: str, root: str | Path | None = None) -> dict[str, Any]:
-    """One line: per mode, how many claims came out as expected (held, or documented as not reproduced), with
-    the seed, the run time and the machine; and an overall status."""
+    """One row of the status table: counts per mode, the runs behind them, and the full run's units."""
     if chapter not in CHAPTERS:
         raise ValueError(f"chapter must be one of {CHAPTERS}, got {chapter!r}")
-    row: dict[str, Any] = {"chapter": chapter}
-    surprises = None
+    c = chapter_counts(chapter, root)
+    row: dict[str, Any] = {"chapter": TITLES[chapter], "claims": c["claims"],
+                           "quick: reproduced / not / inconclusive": _count_text(c["quick"]),
+                           "full: reproduced / not / inconclusive": _count_text(c["full"])}
     for mode in MODES:
         res = _load(chapter, mode, root)
         if res is None:
-            row[mode] = "not run"
-            continue
-        expected = sum(c["holds"] == c.get("expected", True) for c in res.claims)
-        documented = sum(not c.get("expected", True) for c in res.claims)
-        row[mode] = (f"{expected}/{len(res.claims)} claims as expected"
-                     + (f" ({documented} documented as not reproduced)" if documented else "")
-                     + f"; seed {res.seed}, {res.elapsed_s:.0f} s on {_machine(res.environment)}")
-        surprises = (surprises or 0) + len(res.surprises())
-    row["status"] = ("no results yet" if surprises is None else
-                     "every claim as expected" if surprises == 0 else f"{surprises} claim(s) differ from expected")
+            row[f"{mode} run"] = "not run"
+        elif isinstance(res, str):
+            row[f"{mode} run"] = res
+        else:
+            units = res.units
+            done = f"; units {units['done']}/{units['total']}" if units.get("total") else ""
+            blocked = f", {len(units['blocked'])} blocked by data" if units.get("blocked") else ""
+            row[f"{mode} run"] = (f"seed {res.seed}, {res.elapsed_s:.0f} s on {_machine(res.environment)}"
+                                  f"{done}{blocked}")
+    if c["contradicted"]:
+        row["quick run"] += f"; {c['contradicted']} claim(s) disagree with the registered verdict"
     return row
 
 
@@ -52,11 +126,23 @@ def status_table(root: str | Path | None = None) -> list[dict[str, Any]]:
     return [chapter_status(c, root) for c in CHAPTERS]
 
 
+def totals(root: str | Path | None = None) -> dict[str, dict[str, int]]:
+    """The counts of every chapter added up, per mode."""
+    out: dict[str, dict[str, int]] = {mode: {} for mode in MODES}
+    for chapter in CHAPTERS:
+        c = chapter_counts(chapter, root)
+        for mode in MODES:
+            for verdict, n in c[mode].items():
+                out[mode][verdict] = out[mode].get(verdict, 0) + n
+    return out
+
+
 def paper_tables(chapter: str, root: str | Path | None = None) -> list[tuple[str, list[dict[str, Any]]]]:
     """Every paper table (id ``T…``) of a chapter's quick run as (caption, rows), with ``ours`` renamed
     ``ours (quick)`` and, where the full run has the same table with as many rows, ``ours (full)`` beside it."""
     quick = load_results(chapter, "quick", root)
     full = _load(chapter, "full", root)
+    full = full if isinstance(full, Results) else None
     out = []
     for tid, table in quick.tables.items():
         if not tid.startswith("T"):
@@ -67,9 +153,22 @@ def paper_tables(chapter: str, root: str | Path | None = None) -> list[tuple[str
         for k, row in enumerate(table["rows"]):
             new = {key: value for key, value in row.items() if key != "ours"}
             new["ours (quick)"] = row.get("ours")
-            if match:
-                new["ours (full)"] = full_rows[k].get("ours")
+            new["ours (full)"] = full_rows[k].get("ours") if match else None
             rows.append(new)
         note = "" if full is None else "" if match else " (full run: see its results file; rows differ)"
-        out.append((f"{chapter} {tid}: {table['title']}{note}", rows))
+        out.append((f"{table['title']}{note}", rows))
     return out
+
+
+def ledger_html(results: Results) -> str:
+    """A chapter's ledger as an HTML table for its page: the paper's statement and evidence, our test, the verdict
+    registered by the quick-mode seed sweep with its spread, this run's value, and the full run's verdict."""
+    from fedlib.results import rows_html, results_dir
+
+    root = results.path().parents[1] if results.path().exists() else results_dir()
+    rows = [{"statement (source)": f"{r['paper']} ({r['evidence']})" + (" [fact]" if r["kind"] == "fact" else ""),
+             "setting": r["setting"] or "–", "measured": r["metric"], "test": r["test"],
+             "quick verdict (seeds 0-4, 1 and 2 threads)": r["quick"], "quick spread": r["quick spread"],
+             "this run": r["this run"], "full": r["full"], "full value": r["full value"]}
+            for r in ledger_rows(results.chapter, root)]
+    return rows_html("The source's statements checked on our runs", rows)

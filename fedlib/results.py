@@ -4,13 +4,15 @@ Schema::
 
     {"chapter", "mode", "seed", "config", "elapsed_s", "environment",
      "tables": {"T3.1": {"title": str, "rows": [{column: value, ...}]}},
-     "claims": [{"id", "text", "holds", "expected", "evidence"}],
-     "series": {"name": {"x": [...], "y": [...], "label": str}}}
+     "claims": [{"id", "setting", "key", "paper", "evidence", "metric", "direction", "unit", "margin", "kind",
+                 "central", "note", "value", "detail", "outcome"}],
+     "series": {"name": {"x": [...], "y": [...], "label": str}},
+     "units": {"done", "computed", "not_run", "blocked", "total", "seconds", "missing"}}
 
-Rows carry the paper's number beside ours (columns ``paper`` and ``ours``); ``claims`` are the
-paper's qualitative statements checked on our numbers (``expected`` is False for a claim that our
-runs do not reproduce and the chapter says so; quick mode asserts ``holds == expected``); ``series``
-hold the curves the chapter plots.
+Rows carry the paper's number beside ours (columns ``paper`` and ``ours``; None where a unit has not run yet);
+``claims`` are the chapter's ledger (:mod:`fedlib.ledger`) evaluated on this run's measured values, one entry per
+claim and setting with this run's outcome (reproduced / not reproduced / inconclusive / not run); ``series`` hold
+the curves the chapter plots; ``units`` says which pieces of a full-mode run are finished (:mod:`fedlib.units`).
 The notebook, the reproduction report and the tests all read this one file.
 """
 
@@ -22,8 +24,11 @@ import math
 import os
 import platform
 from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from fedlib.ledger import Claim, evaluate
 
 CHAPTERS = ("foundations", "dpfl", "fednore", "privacy_eval", "adpdfl", "sifu", "deniability", "flz", "audit")
 MODES = ("quick", "full")
@@ -40,7 +45,8 @@ def results_dir() -> Path:
     return Path("results")
 
 
-def _environment() -> dict[str, str]:
+def environment() -> dict[str, str]:
+    """Where a run ran: Python, torch, machine, processor, torch threads, CPU count and GPU."""
     import torch
 
     return {"python": platform.python_version(), "torch": torch.__version__, "machine": platform.machine(),
@@ -48,17 +54,32 @@ def _environment() -> dict[str, str]:
             "cpus": str(os.cpu_count()), "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"}
 
 
-def _clean(value: Any) -> Any:
+def clean(value: Any) -> Any:
     """JSON-safe copy: NaN/inf become None, tuples become lists, numpy/torch scalars become floats."""
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [clean(v) for v in value]
     if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 1) == 0:
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` by ``data`` so that a crash or a full disk mid-write leaves the previous file intact: write a
+    temporary file in the same folder, flush it to disk, then rename it over ``path``."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
 
 
 @dataclass
@@ -73,7 +94,10 @@ class Results:
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)
     claims: list[dict[str, Any]] = field(default_factory=list)
     series: dict[str, dict[str, Any]] = field(default_factory=dict)
-    environment: dict[str, str] = field(default_factory=_environment)
+    environment: dict[str, str] = field(default_factory=environment)
+    units: dict[str, Any] = field(default_factory=dict)
+    #: claim key -> {"value", "detail"}: what this run measured for the ledger (see :meth:`measure`)
+    measured: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: uint8 image batches (N, H, W, C) by name; saved beside the JSON as ``<chapter>.images.npz``
     images: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -85,7 +109,18 @@ class Results:
 
     def add_table(self, table_id: str, title: str, rows: list[dict[str, Any]]) -> None:
         """Add a table; each row should hold the paper's value (``paper``) beside ours (``ours``)."""
-        self.tables[table_id] = {"title": title, "rows": _clean(rows)}
+        self.tables[table_id] = {"title": title, "rows": clean(rows)}
+
+    def measure(self, claim: Claim, value: float | None, detail: str = "", *, setting: str = "") -> None:
+        """Record this run's value of ``claim`` in ``setting`` (None: not run yet) and what it was computed from."""
+        key = claim.key(setting)
+        if key in self.measured:
+            raise ValueError(f"claim {key!r} was measured twice")
+        self.measured[key] = {"value": None if value is None else float(value), "detail": detail}
+
+    def evaluate(self, ledger: Sequence[Claim]) -> None:
+        """Evaluate the chapter's ledger on the measured values (every claim and setting gets an entry)."""
+        self.claims = clean(evaluate(ledger, self.measured, self.mode))
 
     def add_claim(self, claim_id: str, text: str, holds: bool, evidence: str, *, expected: bool = True) -> None:
         """Record whether one of the paper's qualitative claims holds on our numbers.
@@ -101,7 +136,7 @@ class Results:
 
     def add_series(self, name: str, x: list[float], y: list[float], label: str | None = None) -> None:
         """Add a curve (e.g. accuracy over rounds)."""
-        self.series[name] = {"x": _clean(list(x)), "y": _clean(list(y)), "label": label or name}
+        self.series[name] = {"x": clean(list(x)), "y": clean(list(y)), "label": label or name}
 
     def add_images(self, name: str, images: Any) -> None:
         """Add a batch of images (N, C, H, W) with values in [0, 1] (e.g. reconstructions), stored as uint8."""
@@ -112,35 +147,64 @@ class Results:
             raise ValueError(f"images must have shape (N, C, H, W), got {arr.shape}")
         self.images[name] = np.round(np.clip(arr, 0, 1) * 255).astype(np.uint8).transpose(0, 2, 3, 1)
 
-    def claim(self, claim_id: str) -> dict[str, Any]:
+    def claim(self, key: str) -> dict[str, Any]:
+        """The entry of claim ``key`` (``id`` or ``id/setting``)."""
         for c in self.claims:
-            if c["id"] == claim_id:
+            if c.get("key", c["id"]) == key:
                 return c
-        raise KeyError(f"no claim {claim_id!r}; claims are {[c['id'] for c in self.claims]}")
+        raise KeyError(f"no claim {key!r}; claims are {[c.get('key', c['id']) for c in self.claims]}")
 
     def path(self, root: str | Path | None = None) -> Path:
         return Path(root or results_dir()) / self.mode / f"{self.chapter}.json"
 
     def save(self, root: str | Path | None = None) -> Path:
-        """Write ``<root>/<mode>/<chapter>.json`` and return its path."""
+        """Write ``<root>/<mode>/<chapter>.json`` (and the images beside it) atomically; return the JSON's path.
+
+        The images go first and the JSON last, each through a temporary file renamed over the old one, so a crash
+        or a full disk leaves either the previous pair or the new one, never a torn file.
+        """
+        import io
+
         path = self.path(root)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = asdict(self)
         images = data.pop("images")
-        path.write_text(json.dumps(_clean(data), indent=1) + "\n")
+        text = json.dumps(clean(data), indent=1, allow_nan=False) + "\n"
+        npz = path.with_suffix(".images.npz")
         if images:
             import numpy as np
 
-            np.savez_compressed(path.with_suffix(".images.npz"), **images)
+            buffer = io.BytesIO()
+            np.savez_compressed(buffer, **images)
+            write_atomic(npz, buffer.getvalue())
+        elif npz.exists():
+            npz.unlink()
+        write_atomic(path, text.encode())
         return path
 
 
+class ResultsFileError(ValueError):
+    """A results file is unreadable or does not belong where it lies."""
+
+
 def load_results(chapter: str, mode: str = "quick", root: str | Path | None = None) -> Results:
-    """Read ``<root>/<mode>/<chapter>.json``."""
+    """Read ``<root>/<mode>/<chapter>.json`` and check that it is that chapter's results in that mode.
+
+    Raises:
+        FileNotFoundError: no such file (the message says how to produce it).
+        ResultsFileError: the file is not valid JSON of a results file, or its chapter/mode disagree with its path.
+    """
     path = Path(root or results_dir()) / mode / f"{chapter}.json"
     if not path.exists():
         raise FileNotFoundError(f"no results at {path}; run `python -m fedlib run {chapter} --mode {mode}` first")
-    results = Results(**json.loads(path.read_text()))
+    try:
+        data = json.loads(path.read_text())
+        results = Results(**data)
+    except (OSError, ValueError, TypeError) as err:
+        raise ResultsFileError(f"{path}: {type(err).__name__}: {str(err)[:300]}") from None
+    if (results.chapter, results.mode) != (chapter, mode):
+        raise ResultsFileError(f"{path} holds the {results.mode} results of {results.chapter!r}, not the {mode} "
+                               f"results of {chapter!r}")
     if path.with_suffix(".images.npz").exists():
         import numpy as np
 

@@ -1,37 +1,75 @@
-"""The reproduction report reads the results files: status per mode, paper tables with quick and full columns."""
+"""The reproduction report reads the results files, the ledgers and the registered verdicts: counts per chapter and
+mode, the ledger rows, and paper tables with quick and full columns; a corrupt file shows as unreadable."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from fedlib.report import chapter_status, paper_tables, status_table
+from fedlib import ledger
+from fedlib.experiments.foundations import LEDGER
+from fedlib.report import chapter_counts, chapter_status, ledger_rows, paper_tables, status_table, totals
 from fedlib.results import CHAPTERS, Results
 
+VALUES = {"fedavg_iid": 0.0, "noniid_slower": 0.05, "budget_52_rounds": 0.0, "ldp_worse_than_cdp": -0.3}
 
-def fake_run(mode: str, ours: list[float], holds: bool) -> Results:
-    """A hand-made results file (test data only, never shown as a reproduction)."""
-    res = Results("flz", mode, 0, {}, elapsed_s=12.0)
-    res.add_table("T4.2", "sanity", [{"framework": f"f{k}", "paper": 0.5, "ours": v} for k, v in enumerate(ours)])
-    res.add_table("shares", "not a paper table", [{"agent": 0, "share": 0.2}])
-    res.add_claim("a", "first", holds, "e")
-    res.add_claim("b", "second", False, "e", expected=False)
+
+def fake_run(mode: str, ours: list[float], values: dict[str, float | None]) -> Results:
+    """A hand-made results file of the Foundations chapter (test data only, never shown as a reproduction)."""
+    res = Results("foundations", mode, 0, {}, elapsed_s=12.0)
+    res.add_table("T3.3", "sanity", [{"setting": f"s{k}", "paper": 0.5, "ours": v} for k, v in enumerate(ours)])
+    res.add_table("mechanisms", "not a paper table", [{"quantity": "x", "ours": 0.2}])
+    for claim in LEDGER:
+        res.measure(claim, values.get(claim.id), "made up")
+    res.evaluate(LEDGER)
     return res
 
 
-def test_status_and_tables_from_results_files(tmp_path):
-    fake_run("quick", [0.8, 0.7], True).save(tmp_path)
-    status = chapter_status("flz", tmp_path)
-    assert status["quick"].startswith("2/2 claims as expected (1 documented") and status["full"] == "not run"
-    assert "seed 0, 12 s on " in status["quick"] and "thread(s) of" in status["quick"]
-    assert status["status"] == "every claim as expected"
-    (caption, rows), = paper_tables("flz", tmp_path)
-    assert caption.startswith("flz T4.2") and rows[0] == {"framework": "f0", "paper": 0.5, "ours (quick)": 0.8}
+@pytest.fixture
+def registry(tmp_path, monkeypatch):
+    """A registered sweep of two runs for Foundations."""
+    path = tmp_path / "verdicts" / "foundations.json"
+    path.parent.mkdir()
+    runs = [{"seed": s, "threads": 1, "elapsed_s": 1.0,
+             "values": {"noniid_slower": 0.05 + s / 100, "budget_52_rounds": 0.0, "ldp_worse_than_cdp": 0.005}}
+            for s in (0, 1)]
+    path.write_text(json.dumps({"ledger": ledger.ledger_signature(LEDGER), "runs": runs}))
+    monkeypatch.setattr(ledger, "verdicts_path", lambda chapter: tmp_path / "verdicts" / f"{chapter}.json")
+    return path
 
-    fake_run("full", [0.9, 0.6], False).save(tmp_path)
-    assert chapter_status("flz", tmp_path)["status"] == "1 claim(s) differ from expected"
-    (_, rows), = paper_tables("flz", tmp_path)
-    assert [r["ours (full)"] for r in rows] == [0.9, 0.6]
-    assert [r["chapter"] for r in status_table(tmp_path)] == list(CHAPTERS)
-    assert status_table(tmp_path)[0]["status"] == "no results yet"
+
+def test_counts_come_from_the_registered_sweep_and_the_full_run(tmp_path, registry):
+    fake_run("quick", [0.8, 0.7], VALUES).save(tmp_path / "r")
+    c = chapter_counts("foundations", tmp_path / "r")
+    # quick: noniid reproduced in both runs, budget exact, ldp_worse 0.005 < margin -> inconclusive; fedavg_iid full only
+    assert c["quick"] == {"reproduced": 2, "not reproduced": 0, "inconclusive": 1} and c["claims"] == 4
+    assert c["full"] == {"reproduced": 0, "not reproduced": 0, "inconclusive": 0, "not run": 4}
+    assert c["contradicted"] == 0
+    rows = {r["claim"]: r for r in ledger_rows("foundations", tmp_path / "r")}
+    assert rows["fedavg_iid"]["quick"] == "full mode only" and rows["noniid_slower"]["quick spread"] == \
+        "+5.0 pp … +6.0 pp"
+    fake_run("full", [0.9, 0.6], {**VALUES, "noniid_slower": None}).save(tmp_path / "r")
+    c = chapter_counts("foundations", tmp_path / "r")
+    assert c["full"] == {"reproduced": 2, "not reproduced": 1, "inconclusive": 0, "not run": 1}
+    assert totals(tmp_path / "r")["full"]["not reproduced"] == 1
+    (_, rows), = paper_tables("foundations", tmp_path / "r")
+    assert [r["ours (full)"] for r in rows] == [0.9, 0.6] and rows[0]["ours (quick)"] == 0.8
+
+
+def test_a_run_that_contradicts_a_decisive_verdict_is_flagged(tmp_path, registry):
+    fake_run("quick", [0.8], {**VALUES, "noniid_slower": -0.05}).save(tmp_path)
+    assert chapter_counts("foundations", tmp_path)["contradicted"] == 1
+    assert "1 claim(s) disagree with the registered verdict" in chapter_status("foundations", tmp_path)["quick run"]
+
+
+def test_a_corrupt_results_file_shows_as_unreadable_and_the_rest_renders(tmp_path, registry):
+    fake_run("quick", [0.8], VALUES).save(tmp_path)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "foundations.json").write_text("{ truncated")
+    status = chapter_status("foundations", tmp_path)
+    assert status["full run"].startswith("unreadable: ") and "foundations.json" in status["full run"]
+    assert [r["chapter"] for r in status_table(tmp_path)][0] == "Foundations" and len(status_table(tmp_path)) == \
+        len(CHAPTERS)
     with pytest.raises(ValueError, match="chapter"):
         chapter_status("flower", tmp_path)

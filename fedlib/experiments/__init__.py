@@ -1,14 +1,16 @@
-"""One module per book chapter: QUICK and FULL configurations, the paper's numbers, ``run(...)``."""
+"""One module per book chapter: QUICK and FULL configurations, the paper's numbers, its ledger, ``run(...)``."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
 from pathlib import Path
+from typing import Any
 
 from fedlib.results import MODES, Results
+from fedlib.units import Budget, Units, default_folder
 
-#: chapter id -> module holding QUICK, FULL and run(config, mode=, seed=, progress=)
+#: chapter id -> module holding QUICK, FULL, LEDGER and run(config, mode=, seed=, progress=, units=)
 CHAPTER_MODULES = {"foundations": "fedlib.experiments.foundations", "dpfl": "fedlib.experiments.dpfl",
                    "fednore": "fedlib.experiments.fednore", "privacy_eval": "fedlib.experiments.privacy_eval",
                    "adpdfl": "fedlib.experiments.adpdfl", "sifu": "fedlib.experiments.sifu",
@@ -16,26 +18,52 @@ CHAPTER_MODULES = {"foundations": "fedlib.experiments.foundations", "dpfl": "fed
                    "audit": "fedlib.experiments.audit"}
 
 
-def run_chapter(chapter: str, mode: str = "quick", *, seed: int = 0, out: str | Path | None = None,
-                progress: bool = False, checkpoints: str | Path | None = None) -> Results:
-    """Run a chapter's experiments in ``mode`` and write ``<out>/<mode>/<chapter>.json``.
-
-    ``checkpoints``: a folder where chapters that support it keep one checkpoint per training run (under
-    ``<checkpoints>/<mode>/``), so an interrupted chapter run resumes where it stopped (finished runs are read back,
-    not re-trained). A checkpoint written for another run (other configuration, algorithm, W^0, partition or data)
-    stops the run with :class:`~fedlib.checkpoint.CheckpointMismatch` naming what differs.
-    """
+def chapter_module(chapter: str) -> Any:
+    """The experiments module of ``chapter``."""
     if chapter not in CHAPTER_MODULES:
         raise ValueError(f"chapter must be one of {sorted(CHAPTER_MODULES)}, got {chapter!r}")
+    return importlib.import_module(CHAPTER_MODULES[chapter])
+
+
+def supports(chapter: str, option: str) -> bool:
+    """Whether the chapter's ``run`` takes ``option`` (``"checkpoints"``, ``"units"``)."""
+    return option in inspect.signature(chapter_module(chapter).run).parameters
+
+
+def run_chapter(chapter: str, mode: str = "quick", *, seed: int = 0, out: str | Path | None = None,
+                progress: bool = False, checkpoints: str | Path | None = None, budget: Budget | None = None,
+                plan_only: bool = False) -> Results:
+    """Run a chapter's experiments in ``mode`` and write ``<out>/<mode>/<chapter>.json``.
+
+    Full mode is split into units (:mod:`fedlib.units`), one file each under ``<out>/full/<chapter>/units/``:
+    finished units are read back, missing ones run (within ``budget``), and the results file is assembled from
+    whatever is finished ("not run yet" for the rest). ``plan_only`` computes nothing and writes nothing: the
+    returned results say which units exist, are done, or are blocked by missing data.
+
+    ``checkpoints``: a folder where chapters that support it keep one checkpoint per training run (under
+    ``<checkpoints>/<mode>/``), so an interrupted run resumes inside a unit. A checkpoint written for another run
+    (other configuration, algorithm, W^0, partition or data) stops the run with
+    :class:`~fedlib.checkpoint.CheckpointMismatch` naming what differs.
+    """
+    module = chapter_module(chapter)
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    module = importlib.import_module(CHAPTER_MODULES[chapter])
     config = module.QUICK if mode == "quick" else module.FULL
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     if checkpoints is not None:
-        if "checkpoints" not in inspect.signature(module.run).parameters:
-            raise ValueError(f"chapter {chapter!r} does not support checkpoints")
+        if not supports(chapter, "checkpoints"):
+            raise ValueError(f"chapter {chapter!r} does not support checkpoints (chapters that do: "
+                             f"{', '.join(c for c in CHAPTER_MODULES if supports(c, 'checkpoints'))})")
         kwargs["checkpoints"] = Path(checkpoints) / mode
+    units = None
+    if supports(chapter, "units"):
+        folder = default_folder(chapter, mode, out) if mode == "full" else None
+        units = kwargs["units"] = Units(chapter, mode, seed, folder=folder, budget=budget, plan_only=plan_only)
+    elif plan_only or budget is not None:
+        raise ValueError(f"chapter {chapter!r} is not split into units yet; it runs whole")
     results = module.run(config, mode=mode, seed=seed, progress=progress, **kwargs)
-    results.save(out)
+    if units is not None:
+        results.units = units.summary()
+    if not plan_only:
+        results.save(out)
     return results

@@ -217,9 +217,13 @@ def chapter_audit(names: Sequence[tuple[str, float]], *, seed: int, trials: int 
 
 def add_chapter_audit(res: Results, names: Sequence[tuple[str, float]], *, seed: int) -> None:
     """Write :func:`chapter_audit`'s lines into a DP chapter's results as the table ``audit``."""
+    add_audit_table(res, chapter_audit(names, seed=seed))
+
+
+def add_audit_table(res: Results, rows: list[dict]) -> None:
+    """A DP chapter's ``audit`` table from :func:`chapter_audit`'s rows."""
     res.add_table("audit", "Privacy audit of this chapter's mechanisms at its σ: exact one-release ε and the "
-                  "audited lower bound ε̂ (2,000 runs, 95 %; see the chapter Auditing our privacy claims)",
-                  chapter_audit(names, seed=seed))
+                  "audited lower bound ε̂ (2,000 runs, 95 %; see the chapter Auditing our privacy claims)", rows)
 
 
 def run(config: AuditConfig = QUICK, *, mode: str = "quick", seed: int = 0, progress: bool = False) -> Results:

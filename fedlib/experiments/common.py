@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -13,9 +15,11 @@ from torch import Tensor, nn
 from fedlib.data.datasets import Split, load_dataset
 from fedlib.data.partition import partition
 from fedlib.fl.client import LocalSGD, LocalTrainer
+from fedlib.fl.engine import RunSummary
 from fedlib.fl.params import get_flat
 from fedlib.models import build_model
 from fedlib.rng import make_generator
+from fedlib.units import Units
 
 
 @dataclass(frozen=True)
@@ -68,10 +72,31 @@ def set_threads(default: int = 2) -> int:
 
     Two torch processes sharing two cores slow each other down badly: give each one thread.
     """
-    import os
-
-    n = int(os.environ.get("FEDLIB_NUM_THREADS", default))
+    text = os.environ.get("FEDLIB_NUM_THREADS", str(default))
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
     if n < 1:
-        raise ValueError(f"FEDLIB_NUM_THREADS must be >= 1, got {n}")
+        raise ValueError(f"FEDLIB_NUM_THREADS must be an integer >= 1 (torch threads per process), got {text!r}")
     torch.set_num_threads(n)
     return n
+
+
+def train_unit(units: Units, unit_id: str, spec: Any, train: Callable[[], RunSummary]) -> RunSummary | None:
+    """A training run as a unit (:mod:`fedlib.units`): ``train`` runs it and returns its :class:`RunSummary`
+    (with any numbers computed on the final model in ``extra``); ``spec`` is everything that determines it.
+    None when the unit has not run yet (budget spent, or planning only)."""
+    out = units.run(unit_id, spec, lambda: train().to_dict())
+    return None if out is None else RunSummary.from_dict(out)
+
+
+def device() -> str:
+    """Where models and client training run: ``$FEDLIB_DEVICE`` (cpu, cuda or auto; default auto = cuda when
+    available). Results on either agree within the tolerances the tests state."""
+    choice = os.environ.get("FEDLIB_DEVICE", "auto")
+    if choice not in ("cpu", "cuda", "auto"):
+        raise ValueError(f"FEDLIB_DEVICE must be cpu, cuda or auto, got {choice!r}")
+    if choice == "cuda" and not torch.cuda.is_available():
+        raise ValueError("FEDLIB_DEVICE=cuda but torch sees no CUDA device")
+    return "cuda" if choice == "cuda" or (choice == "auto" and torch.cuda.is_available()) else "cpu"

@@ -11,9 +11,11 @@ from dataclasses import dataclass
 
 import torch
 
-from fedlib.experiments.audit import add_chapter_audit
-from fedlib.experiments.common import first_round_updates, fresh_model, make_federation
+from fedlib.algorithms.dpfl import moments_budget, rounds_within_budget
+from fedlib.experiments.audit import add_audit_table, chapter_audit
+from fedlib.experiments.common import first_round_updates, fresh_model, make_federation, train_unit
 from fedlib.fl import Algorithm, CentralGaussian, ClipUpdate, FLConfig, GaussianNoise, LocalSGD, run_federated
+from fedlib.ledger import Claim
 from fedlib.privacy import (
     DEFAULT_ORDERS,
     MOMENTS_ORDERS,
@@ -28,6 +30,7 @@ from fedlib.privacy import (
 )
 from fedlib.results import Results
 from fedlib.rng import make_generator
+from fedlib.units import Units
 
 
 @dataclass(frozen=True)
@@ -106,41 +109,82 @@ def _update_norms(cfg: FoundationsConfig, fed, seed: int) -> torch.Tensor:
     return torch.stack([torch.linalg.vector_norm(u) for u in updates])
 
 
-def run(config: FoundationsConfig = QUICK, *, mode: str = "quick", seed: int = 0,
-        progress: bool = False) -> Results:
-    """Run the chapter and return its :class:`~fedlib.results.Results`."""
+LEDGER = [
+    Claim("fedavg_iid", "FedAvg trains the MLP 784-200-200-10 to 97 % test accuracy on IID MNIST (100 clients, "
+          "every client every round, 380 rounds)", "Table 3.3 (FedAvg row, quoted from the literature)",
+          "best test accuracy of FedAvg, IID − 0.97", "≈", modes=("full",),
+          note="quick mode runs 30 rounds with 10 clients per round, which cannot reach the paper's number"),
+    Claim("noniid_slower", "Clients with label-skewed (non-IID) data slow FedAvg down relative to IID data",
+          "§2.1.2", "best accuracy, IID − 2 label shards per client (same rounds)", ">", central=True),
+    Claim("budget_52_rounds", "At σ = 8 the LDP-FL budget (ε, δ) = (0.5, 1e-6) with q = 1/M and 50 clients a round "
+          "allows 52 rounds", "Table 3.1, §3.2.2", "rounds the moments accountant allows − 52", "≈", unit="count"),
+    Claim("ldp_worse_than_cdp", "At equal σ and clipping bound, local DP (noise √m times larger on the average) "
+          "costs far more accuracy than central DP", "§2.2.3", "final accuracy, central DP − local DP", ">"),
+]
+
+#: Deliberate defects for the falsification test: each must flip the central claim's verdict.
+DEFECTS = {"iid_shards": "the 'label-skewed' federation is drawn IID (the skew the claim is about is removed)"}
+
+#: The smallest configuration whose central claim the defect test flips.
+TINY = FoundationsConfig(rounds=8, curve_rounds=10, noise_draws=1000, dp_repeat=1, dp_num_clients=100,
+                         dp_clients_per_round=10, dp_rounds=1)
+
+
+def _train(units: Units, unit_id: str, cfg: FoundationsConfig, fed, fl: FLConfig, algorithm: Algorithm,
+           spec: dict, seed: int, progress: bool):
+    """One training run of the chapter as a unit."""
+    return train_unit(units, unit_id, {**spec, "fl": fl, "algorithm": algorithm, "model": cfg.model},
+                      lambda: run_federated(fresh_model(cfg.model, seed), fed.train, fed.clients, fed.test, fl,
+                                            algorithm, progress=progress).summary())
+
+
+def run(config: FoundationsConfig = QUICK, *, mode: str = "quick", seed: int = 0, progress: bool = False,
+        units: Units | None = None, defect: str | None = None) -> Results:
+    """Run the chapter and return its :class:`~fedlib.results.Results` (full mode: as units)."""
+    if defect is not None and defect not in DEFECTS:
+        raise ValueError(f"defect must be one of {sorted(DEFECTS)} or None, got {defect!r}")
     began = time.perf_counter()
     cfg = config
+    units = units or Units("foundations", mode, seed)
     res = Results("foundations", mode, seed, dataclasses.asdict(cfg))
 
     # 1. FedAvg on IID vs label-shard partitions
     accs = {}
     for method in ("iid", "shards"):
-        fed = make_federation(cfg.dataset, method, cfg.num_clients, seed=seed, subset=mode)
-        out = run_federated(fresh_model(cfg.model, seed), fed.train, fed.clients, fed.test,
-                            _fedavg_config(cfg, seed, cfg.rounds, cfg.clients_per_round), progress=progress)
-        x, y = out.series("accuracy")
+        drawn = "iid" if defect == "iid_shards" else method
+        fed = make_federation(cfg.dataset, drawn, cfg.num_clients, seed=seed, subset=mode)
+        out = _train(units, f"fedavg-{method}", cfg, fed, _fedavg_config(cfg, seed, cfg.rounds, cfg.clients_per_round),
+                     Algorithm(), {"dataset": cfg.dataset, "partition": drawn, "subset": mode}, seed, progress)
         label = "FedAvg, IID" if method == "iid" else "FedAvg, 2 shards/client"
-        res.add_series(f"fedavg_{method}", x, y, label=label)
+        if out is not None:
+            res.add_series(f"fedavg_{method}", *out.series("accuracy"), label=label)
         accs[method] = out
+    best = {k: None if v is None else v.best_accuracy for k, v in accs.items()}
     res.add_table("T3.3", "FedAvg on MNIST with the MLP 784-200-200-10 (paper: literature FedAvg row)", [
         {"setting": f"IID, {cfg.num_clients} clients, SR {cfg.clients_per_round / cfg.num_clients:g}",
-         "rounds_paper": 380, "rounds_ours": cfg.rounds, "paper": 0.97, "ours": accs["iid"].best_accuracy},
+         "rounds_paper": 380, "rounds_ours": cfg.rounds, "paper": 0.97, "ours": best["iid"]},
         {"setting": "2 label shards per client", "rounds_paper": None, "rounds_ours": cfg.rounds,
-         "paper": None, "ours": accs["shards"].best_accuracy},
+         "paper": None, "ours": best["shards"]},
     ])
 
     # 2. Clipping and the Gaussian mechanism
-    norms = _update_norms(cfg, make_federation(cfg.dataset, "iid", cfg.num_clients, seed=seed, subset=mode), seed)
-    median = float(norms.median())  # Geyer et al.'s bound (thesis eq. 2.27): half the clients get clipped
-    clipped = torch.linalg.vector_norm(clip_rows(norms.reshape(-1, 1), median), dim=1)
+    fed = make_federation(cfg.dataset, "iid", cfg.num_clients, seed=seed, subset=mode)
+    norms = units.run("update-norms", {"model": cfg.model, "dataset": cfg.dataset, "subset": mode, "lr": cfg.lr,
+                                       "local": (cfg.local_epochs, cfg.batch_size), "clients": cfg.num_clients},
+                      lambda: {"norms": _update_norms(cfg, fed, seed).tolist()})
+    if norms is not None:
+        norms = torch.tensor(norms["norms"])
+        median = float(norms.median())  # Geyer et al.'s bound (thesis eq. 2.27): half the clients get clipped
+        clipped = torch.linalg.vector_norm(clip_rows(norms.reshape(-1, 1), median), dim=1)
+        res.add_series("update_norms", list(range(len(norms))), sorted(norms.tolist()), label="client update norm")
     target_std = cfg.noise_multiplier * cfg.clip
     draws = gaussian_noise((cfg.noise_draws,), target_std, generator=make_generator(seed, "noise_demo"))
-    res.add_series("update_norms", list(range(len(norms))), sorted(norms.tolist()), label="client update norm")
     res.add_table("mechanisms", "Clipping and noise calibration", [
-        {"quantity": "median client update norm (round 0)", "paper": None, "ours": median},
-        {"quantity": "max norm after clipping at the median (eq. 2.27)", "paper": median, "ours": float(clipped.max())},
-        {"quantity": "clients clipped (fraction)", "paper": 0.5, "ours": float((norms > median).float().mean())},
+        {"quantity": "median client update norm (round 0)", "paper": None, "ours": None if norms is None else median},
+        {"quantity": "max norm after clipping at the median (eq. 2.27)", "paper": None if norms is None else median,
+         "ours": None if norms is None else float(clipped.max())},
+        {"quantity": "clients clipped (fraction)", "paper": 0.5,
+         "ours": None if norms is None else float((norms > median).float().mean())},
         {"quantity": f"empirical std of N(0, (sigma C)^2), sigma={cfg.noise_multiplier}", "paper": target_std,
          "ours": float(draws.std())},
         {"quantity": "classic Gaussian std for (0.5, 1e-5), sensitivity 1",
@@ -150,14 +194,12 @@ def run(config: FoundationsConfig = QUICK, *, mode: str = "quick", seed: int = 0
 
     # 3. epsilon over rounds for a few sigma (client-level sampling q = m / M)
     q = cfg.dp_clients_per_round / cfg.dp_num_clients
-    curves = {}
     for sigma in cfg.curve_sigmas:
         eps = epsilon_curve(noise_multiplier=sigma, sample_rate=q, steps=cfg.curve_rounds, delta=cfg.delta)
-        curves[sigma] = eps
         res.add_series(f"eps_sigma_{sigma:g}", list(range(1, cfg.curve_rounds + 1)), eps.tolist(),
                        label=f"σ = {sigma:g}")
-    res.add_table("accountant", "RDP accountant vs the thesis's privacy budgets and Opacus's reference",
-                  accountant_rows())
+    accountant = accountant_rows()
+    res.add_table("accountant", "RDP accountant vs the thesis's privacy budgets and Opacus's reference", accountant)
 
     # 4. Local vs central DP at the same sigma and clipping bound
     fed = make_federation(cfg.dataset, "iid", cfg.dp_num_clients, seed=seed, repeat=cfg.dp_repeat, subset=mode)
@@ -170,46 +212,50 @@ def run(config: FoundationsConfig = QUICK, *, mode: str = "quick", seed: int = 0
     dp_rows = []
     dp_final = {}
     for name, algorithm in variants.items():
-        out = run_federated(fresh_model(cfg.model, seed), fed.train, fed.clients, fed.test, dp_cfg, algorithm,
-                            progress=progress)
         key = name.split(" ")[0].lower()
-        x, y = out.series("accuracy")
-        res.add_series(f"dp_{key}", x, y, label=name)
-        last = out.metrics[-1]
-        eps = last.get("epsilon_cdp", last.get("epsilon_ldp", 0.0))
-        if key != "fedavg":
-            res.add_series(f"eps_{key}", *out.series("epsilon_cdp" if key == "central" else "epsilon_ldp"), label=name)
-        local = key == "local"
+        out = _train(units, f"dp-{key}", cfg, fed, dp_cfg, algorithm,
+                     {"dataset": cfg.dataset, "partition": "iid", "repeat": cfg.dp_repeat, "subset": mode},
+                     seed, progress)
+        dp_final[key] = None if out is None else out.final_accuracy
+        eps = None
+        if out is not None:
+            res.add_series(f"dp_{key}", *out.series("accuracy"), label=name)
+            last = out.metrics[-1]
+            eps = last.get("epsilon_cdp", last.get("epsilon_ldp", 0.0))
+            if key != "fedavg":
+                res.add_series(f"eps_{key}", *out.series("epsilon_cdp" if key == "central" else "epsilon_ldp"),
+                               label=name)
         std = 0.0 if key == "fedavg" else aggregate_noise_std(cfg.noise_multiplier, cfg.clip,
-                                                             cfg.dp_clients_per_round, local=local)
-        dp_final[key] = out.final_accuracy
+                                                             cfg.dp_clients_per_round, local=key == "local")
         dp_rows.append({"variant": name, "sigma": 0.0 if key == "fedavg" else cfg.noise_multiplier,
-                        "noise_std_on_mean": std, "epsilon": eps, "paper": None, "ours": out.final_accuracy})
+                        "noise_std_on_mean": std, "epsilon": eps, "paper": None, "ours": dp_final[key]})
     res.add_table("ldp_vs_cdp", f"Local vs central DP, {cfg.dp_num_clients} clients, "
                   f"{cfg.dp_clients_per_round}/round, {cfg.dp_rounds} rounds, C={cfg.clip}, delta={cfg.delta:g}",
                   dp_rows)
-
-    # claims
-    iid, shards = accs["iid"].best_accuracy, accs["shards"].best_accuracy
-    res.add_claim("fedavg_iid", "FedAvg trains the MLP on IID MNIST to high accuracy (paper: 97 % after 380 "
-                  "rounds; quick mode asks >= 90 %)", iid >= 0.90, f"best accuracy {iid:.4f} after {cfg.rounds} rounds")
-    res.add_claim("noniid_slower", "Label-skewed (2 shards) clients slow FedAvg down relative to IID",
-                  shards <= iid, f"best accuracy IID {iid:.4f} vs shards {shards:.4f}")
-    increasing = all(bool((curves[s][1:] >= curves[s][:-1] - 1e-12).all()) for s in curves)
-    sig = sorted(curves)
-    decreasing = all(curves[a][-1] > curves[b][-1] for a, b in zip(sig, sig[1:]))
-    res.add_claim("eps_monotone", "ε grows with the number of rounds and shrinks as σ grows",
-                  increasing and decreasing,
-                  ", ".join(f"σ={s:g}: ε={curves[s][-1]:.2f}" for s in sig) + f" after {cfg.curve_rounds} rounds")
-    acc_rows = {r["case"]: r for r in accountant_rows()}
-    fit = acc_rows[ACCOUNTANT_CASES[1]["case"]]["ours"]
-    over = acc_rows[ACCOUNTANT_CASES[2]["case"]]["ours"]
-    res.add_claim("budget_52_rounds", "The thesis's LDP-FL budget (0.5, 1e-6) at σ = 8 allows exactly 52 rounds",
-                  fit <= 0.5 < over, f"ε after 52 rounds {fit:.4f}, after 53 rounds {over:.4f}")
-    res.add_claim("ldp_worse_than_cdp", "At equal σ and C, local DP (noise √m times larger on the average) "
-                  "loses far more accuracy than central DP", dp_final["local"] < dp_final["central"],
-                  f"final accuracy: no DP {dp_final['fedavg']:.4f}, central {dp_final['central']:.4f}, "
-                  f"local {dp_final['local']:.4f}")
-    add_chapter_audit(res, [("local", cfg.noise_multiplier), ("central_constant", cfg.noise_multiplier)], seed=seed)
+    audit = units.run("audit", {"sigma": cfg.noise_multiplier, "names": ("local", "central_constant")},
+                      lambda: {"rows": chapter_audit([("local", cfg.noise_multiplier),
+                                                      ("central_constant", cfg.noise_multiplier)], seed=seed)})
+    if audit is not None:
+        add_audit_table(res, audit["rows"])
+    _measure(res, cfg, best, dp_final, accountant)
+    res.evaluate(LEDGER)
     res.elapsed_s = time.perf_counter() - began
     return res
+
+
+def _measure(res: Results, cfg: FoundationsConfig, best: dict, dp_final: dict, accountant: list[dict]) -> None:
+    """This run's value of every claim of :data:`LEDGER`."""
+    claim = {c.id: c for c in LEDGER}
+    iid, shards = best["iid"], best["shards"]
+    res.measure(claim["fedavg_iid"], None if iid is None else iid - 0.97,
+                f"best accuracy {iid} after {cfg.rounds} rounds, {cfg.clients_per_round} clients per round")
+    res.measure(claim["noniid_slower"], None if None in (iid, shards) else iid - shards,
+                f"best accuracy: IID {iid}, 2 shards per client {shards}")
+    allowed = rounds_within_budget(noise_multiplier=8.0, sample_rate=0.01, steps_per_round=50,
+                                   budget=moments_budget(0.5, 1e-6))
+    fit, over = (accountant[i]["ours"] for i in (1, 2))
+    res.measure(claim["budget_52_rounds"], allowed - 52,
+                f"{allowed} rounds fit; ε after 52 rounds {fit:.4f}, after 53 rounds {over:.4f}")
+    central, local = dp_final["central"], dp_final["local"]
+    res.measure(claim["ldp_worse_than_cdp"], None if None in (central, local) else central - local,
+                f"final accuracy: no DP {dp_final['fedavg']}, central {central}, local {local}")

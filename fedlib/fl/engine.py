@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import math
 import time
@@ -12,7 +13,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import Tensor, nn
@@ -103,8 +104,46 @@ class History:
     keep_updates: bool = True
 
 
+class _Metrics:
+    """Read access to a run's per-round metrics (shared by :class:`RunResult` and :class:`RunSummary`)."""
+
+    metrics: list[dict[str, float]]
+
+    @property
+    def final_accuracy(self) -> float:
+        return self.metrics[-1]["accuracy"] if self.metrics else float("nan")
+
+    @property
+    def best_accuracy(self) -> float:
+        return max((m["accuracy"] for m in self.metrics), default=float("nan"))
+
+    def series(self, key: str) -> tuple[list[int], list[float]]:
+        """(rounds, values) of one metric, for plotting."""
+        rows = [m for m in self.metrics if key in m]
+        return [int(m["round"]) for m in rows], [float(m[key]) for m in rows]
+
+
 @dataclass
-class RunResult:
+class RunSummary(_Metrics):
+    """What a finished run leaves in a unit file: its metrics and outcome, without the parameters. ``extra``
+    holds numbers a chapter computed on the final model inside the unit (e.g. accuracy on a test subset)."""
+
+    metrics: list[dict[str, float]]
+    rounds_completed: int
+    elapsed_s: float
+    diverged: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunSummary:
+        return cls(**data)
+
+
+@dataclass
+class RunResult(_Metrics):
     """Outcome of :func:`run_federated`.
 
     Attributes:
@@ -123,18 +162,10 @@ class RunResult:
     elapsed_s: float
     diverged: bool = False
 
-    @property
-    def final_accuracy(self) -> float:
-        return self.metrics[-1]["accuracy"] if self.metrics else float("nan")
-
-    @property
-    def best_accuracy(self) -> float:
-        return max((m["accuracy"] for m in self.metrics), default=float("nan"))
-
-    def series(self, key: str) -> tuple[list[int], list[float]]:
-        """(rounds, values) of one metric, for plotting."""
-        rows = [m for m in self.metrics if key in m]
-        return [int(m["round"]) for m in rows], [float(m[key]) for m in rows]
+    def summary(self, **extra: Any) -> RunSummary:
+        """The run without its parameters and history (what a unit file keeps), with ``extra`` numbers."""
+        return RunSummary([dict(m) for m in self.metrics], self.rounds_completed, self.elapsed_s, self.diverged,
+                          dict(extra))
 
 
 def sample_clients(num_clients: int, m: int, generator: torch.Generator) -> tuple[int, ...]:

@@ -1,0 +1,259 @@
+"""The ledger of a chapter: every result statement of its source, declared before our numbers are seen, and the
+verdicts our runs give them.
+
+A :class:`Claim` holds the paper's words, where the paper shows it, what we measure (one number per setting: an
+*effect*, signed so that the paper's direction is positive for ``">"``), the direction and the margin. A chapter run
+records one measured value per claim and setting (:meth:`fedlib.results.Results.measure`); :func:`outcome` turns a
+value into one of three verdicts:
+
+* ``">"`` (the paper says the effect is positive): reproduced if value ≥ margin, not reproduced if value ≤ −margin,
+  inconclusive in between;
+* ``"<"``: the mirror image;
+* ``"≈"`` (the paper says two things are close): reproduced if |value| ≤ margin, not reproduced if |value| ≥ 2·margin,
+  inconclusive in between.
+
+One run is not a verdict. :func:`register` combines the runs of a seed sweep (quick mode: seeds 0-4, 1 and 2 torch
+threads): a verdict is decisive only when *every* run gives it *and* the spread leaves a new seed little room to
+disagree (mean − 2·sd still clears the margin); otherwise the claim is inconclusive at this scale, reported with its
+spread. The registered verdicts live in ``fedlib/experiments/verdicts/<chapter>.json`` (written by
+``python -m fedlib sweep``); the report counts them, and CI checks that seed 0 and one other seed agree with every
+decisive one.
+
+A ``kind="fact"`` entry is bookkeeping that no defect of the implementation could flip (a count, an identity that
+holds by construction): it is shown with its value but not counted as a reproduced claim.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+VERDICTS = ("reproduced", "not reproduced", "inconclusive")
+NOT_RUN = "not run"
+
+#: Default margins: the smallest effect we call a difference, by the quantity compared. Chosen once for all chapters
+#: (not per claim after seeing numbers); a claim may state another margin only when the paper's own words give one.
+MARGINS: dict[str, float] = {
+    "accuracy": 0.01,     # one percentage point of test accuracy
+    "psnr": 1.0,          # dB
+    "ssim": 0.05,
+    "auc": 0.05,          # membership-inference AUC / TPR
+    "relative": 0.10,     # a relative change (rounds, time, storage, noise): 10 %
+    "cosine": 0.05,
+    "probability": 0.05,  # a rate or a fraction
+    "epsilon": 0.05,      # relative, on ε
+    "loss": 0.05,         # relative, on a loss
+    "count": 0.5,         # an integer the paper states exactly (rounds a budget allows): it must match
+}
+
+#: The outcomes of a claim in a mode it is not evaluated in (e.g. an absolute number of the paper's configuration,
+#: which quick mode's scaled-down runs cannot test).
+MODE_ONLY = ("full mode only", "quick mode only")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One result statement of a source, as a test declared before looking at our numbers.
+
+    Attributes:
+        id: short key, unique in the chapter.
+        paper: the statement, in the paper's words (or a faithful paraphrase).
+        evidence: where the paper shows it ("Table 3.1", "Fig. 3.2", "§5.4.2").
+        metric: what we measure, as a formula of our numbers ("best acc(proposed) − best acc(plain), σ = 8").
+        direction: ``">"``, ``"<"`` or ``"≈"`` (see the module docstring).
+        unit: the quantity compared (a key of :data:`MARGINS`, and how values are printed).
+        margin: the smallest effect counted; default :data:`MARGINS` of ``unit``.
+        settings: the settings (datasets, configurations) the claim is evaluated on; each gets its own verdict.
+        kind: ``"claim"`` or ``"fact"`` (bookkeeping, shown but not counted).
+        central: the chapter's central claim(s), which the deliberate-defect tests must be able to flip.
+        modes: the modes it is evaluated in: a statement about the paper's absolute numbers is full mode only;
+            orderings and trends that should hold at small scale are evaluated in both.
+        note: our reading, where the source is ambiguous.
+    """
+
+    id: str
+    paper: str
+    evidence: str
+    metric: str
+    direction: Literal[">", "<", "≈"]
+    unit: str = "accuracy"
+    margin: float | None = None
+    settings: tuple[str, ...] = ("",)
+    kind: Literal["claim", "fact"] = "claim"
+    central: bool = False
+    modes: tuple[str, ...] = ("quick", "full")
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.direction not in (">", "<", "≈"):
+            raise ValueError(f"claim {self.id!r}: direction must be '>', '<' or '≈', got {self.direction!r}")
+        if self.unit not in MARGINS:
+            raise ValueError(f"claim {self.id!r}: unit must be one of {sorted(MARGINS)}, got {self.unit!r}")
+        if self.margin is not None and not self.margin > 0:
+            raise ValueError(f"claim {self.id!r}: margin must be > 0, got {self.margin!r}")
+        if self.kind not in ("claim", "fact"):
+            raise ValueError(f"claim {self.id!r}: kind must be 'claim' or 'fact', got {self.kind!r}")
+        if not self.settings or len(set(self.settings)) != len(self.settings):
+            raise ValueError(f"claim {self.id!r}: settings must be distinct and non-empty, got {self.settings!r}")
+        if not self.modes or not set(self.modes) <= {"quick", "full"}:
+            raise ValueError(f"claim {self.id!r}: modes must be a non-empty subset of ('quick', 'full'), "
+                             f"got {self.modes!r}")
+
+    @property
+    def threshold(self) -> float:
+        return self.margin if self.margin is not None else MARGINS[self.unit]
+
+    def key(self, setting: str = "") -> str:
+        """``id`` or ``id/setting``: the key of one measured value."""
+        if setting not in self.settings:
+            raise KeyError(f"claim {self.id!r} has settings {self.settings}, not {setting!r}")
+        return f"{self.id}/{setting}" if setting else self.id
+
+
+def outcome(claim: Claim, value: float | None) -> str:
+    """The verdict of one run's measured ``value`` (None or NaN: :data:`NOT_RUN`)."""
+    if value is None or not math.isfinite(value):
+        return NOT_RUN
+    m = claim.threshold
+    if claim.direction == "≈":
+        return "reproduced" if abs(value) <= m else "not reproduced" if abs(value) >= 2 * m else "inconclusive"
+    effect = value if claim.direction == ">" else -value
+    return "reproduced" if effect >= m else "not reproduced" if effect <= -m else "inconclusive"
+
+
+def check_ledger(ledger: Sequence[Claim]) -> None:
+    """Raise if two claims share an id."""
+    ids = [c.id for c in ledger]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise ValueError(f"claim ids must be unique; repeated: {dupes}")
+
+
+def evaluate(ledger: Sequence[Claim], measured: dict[str, dict[str, Any]], mode: str) -> list[dict[str, Any]]:
+    """One entry per claim and setting: the claim's fields, the measured value and detail, and this run's outcome.
+
+    ``measured`` maps :meth:`Claim.key` to ``{"value": float | None, "detail": str}``; a key that was not measured
+    (a unit not run yet) gives :data:`NOT_RUN`; a claim not evaluated in ``mode`` gives one of :data:`MODE_ONLY`.
+    """
+    check_ledger(ledger)
+    keys = {c.key(s) for c in ledger for s in c.settings}
+    unknown = sorted(set(measured) - keys)
+    if unknown:
+        raise KeyError(f"measured values for claims that are not in the ledger: {unknown}")
+    out = []
+    for claim in ledger:
+        for setting in claim.settings:
+            m = measured.get(claim.key(setting), {})
+            value = m.get("value")
+            entry = {k: v for k, v in asdict(claim).items() if k != "settings"}
+            entry.update(setting=setting, key=claim.key(setting), margin=claim.threshold, value=value,
+                         detail=m.get("detail", ""),
+                         outcome=outcome(claim, value) if mode in claim.modes else f"{claim.modes[0]} mode only")
+            out.append(entry)
+    return out
+
+
+@dataclass
+class Registered:
+    """The verdict of one claim and setting over a seed sweep."""
+
+    verdict: str
+    runs: int
+    values: list[float | None] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def spread(self) -> tuple[float, float, float] | None:
+        finite = [v for v in self.values if v is not None and math.isfinite(v)]
+        if not finite:
+            return None
+        return min(finite), statistics.median(finite), max(finite)
+
+
+def register(claim: Claim, values: Iterable[float | None]) -> Registered:
+    """Combine the runs of a sweep into one verdict (see the module docstring)."""
+    values = list(values)
+    outcomes = [outcome(claim, v) for v in values]
+    counts = {o: outcomes.count(o) for o in (*VERDICTS, NOT_RUN) if outcomes.count(o)}
+    if not values or NOT_RUN in counts:
+        return Registered(NOT_RUN, len(values), values, counts)
+    first = outcomes[0]
+    if first == "inconclusive" or any(o != first for o in outcomes):
+        return Registered("inconclusive", len(values), values, counts)
+    if len(values) > 1:  # a new seed must have little room to fall inside the margin
+        mean, sd = statistics.fmean(values), statistics.stdev(values)
+        m = claim.threshold
+        if claim.direction == "≈":
+            room = m - (abs(mean) + 2 * sd) if first == "reproduced" else (abs(mean) - 2 * sd) - 2 * m
+        else:
+            effect = mean if claim.direction == ">" else -mean
+            room = (effect - 2 * sd) - m if first == "reproduced" else -m - (effect + 2 * sd)
+        if room < 0:
+            return Registered("inconclusive", len(values), values, counts)
+    return Registered(first, len(values), values, counts)
+
+
+def verdicts_path(chapter: str) -> Path:
+    """Where the registered quick-mode verdicts of ``chapter`` are kept (committed with the code)."""
+    return Path(__file__).resolve().parent / "experiments" / "verdicts" / f"{chapter}.json"
+
+
+def ledger_signature(ledger: Sequence[Claim]) -> list[list[Any]]:
+    """What a registry must match: every quick-mode claim's key, direction, unit and margin (a changed test needs a
+    new sweep)."""
+    return [[c.key(s), c.direction, c.unit, c.threshold, c.kind] for c in ledger for s in c.settings
+            if "quick" in c.modes]
+
+
+def load_registry(chapter: str) -> dict[str, Any] | None:
+    """The registered verdicts of ``chapter`` (None if no sweep has been run)."""
+    path = verdicts_path(chapter)
+    if not path.exists():
+        return None
+    return json.loads(path.read_text())
+
+
+def registered_verdicts(chapter: str, ledger: Sequence[Claim]) -> dict[str, Registered]:
+    """key -> :class:`Registered` from the chapter's sweep; empty when the sweep is missing or stale (its ledger
+    signature differs from ``ledger``)."""
+    registry = load_registry(chapter)
+    if registry is None or registry.get("ledger") != ledger_signature(ledger):
+        return {}
+    runs = registry["runs"]
+    out = {}
+    for claim in ledger:
+        if "quick" not in claim.modes:
+            continue
+        for setting in claim.settings:
+            key = claim.key(setting)
+            out[key] = register(claim, [r["values"].get(key) for r in runs])
+    return out
+
+
+def counts(verdicts: Iterable[str]) -> dict[str, int]:
+    """How many of each verdict (reproduced, not reproduced, inconclusive, and not run if any)."""
+    verdicts = list(verdicts)
+    out = {v: verdicts.count(v) for v in VERDICTS}
+    if verdicts.count(NOT_RUN):
+        out[NOT_RUN] = verdicts.count(NOT_RUN)
+    return out
+
+
+def format_value(value: float | None, unit: str) -> str:
+    """A measured value as a reader sees it (3 significant digits; percentage points for accuracy)."""
+    if value is None or not math.isfinite(value):
+        return "not run yet"
+    if unit in ("accuracy", "probability"):
+        return f"{value * 100:+.1f} pp" if unit == "accuracy" else f"{value:+.3f}"
+    if unit == "psnr":
+        return f"{value:+.2f} dB"
+    if unit in ("relative", "epsilon", "loss"):
+        return f"{value * 100:+.0f} %"
+    if unit == "count":
+        return f"{value:+.0f}"
+    return f"{value:+.3g}"

@@ -1,0 +1,193 @@
+"""Units of a chapter run: independently seeded pieces (one training run, one attack sweep, one unlearning schedule)
+whose results are kept one small JSON file each, so a long full-mode run accumulates over many sessions and machines.
+
+A chapter asks :meth:`Units.run` for each unit with the unit's id, everything that determines it (hashed into its
+identity with :mod:`fedlib.fingerprint`) and a function computing it. The answer is the stored result when a file
+with the same identity exists, else the freshly computed result (stored), or None when the budget is spent or the
+runner only plans — the chapter then shows "not run yet" for what depends on it. Full-mode unit files live in
+``results/full/<chapter>/units/`` and are committed; quick mode keeps no unit files unless asked.
+
+A unit whose data the data root lacks is *blocked*: :meth:`Units.block` records it with the reason, so the status
+and the report list it instead of training on a subset.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fedlib.checkpoint import identity
+from fedlib.fingerprint import difference
+
+
+class UnitFileError(ValueError):
+    """A unit file is unreadable or not for the unit at its path."""
+
+
+@dataclass
+class Budget:
+    """How much a run may compute: at most ``units`` new units and/or ``seconds`` of wall time (None: no limit).
+
+    A unit that has started always finishes; the budget is checked before starting the next one.
+    """
+
+    units: int | None = None
+    seconds: float | None = None
+    started: float = field(default_factory=time.perf_counter)
+    used: int = 0
+
+    def __post_init__(self) -> None:
+        if self.units is not None and (isinstance(self.units, bool) or not isinstance(self.units, int)
+                                       or self.units < 0):
+            raise ValueError(f"units must be an int >= 0 or None, got {self.units!r}")
+        if self.seconds is not None and not self.seconds >= 0:
+            raise ValueError(f"seconds must be >= 0 or None, got {self.seconds!r}")
+
+    def allows(self) -> bool:
+        if self.units is not None and self.used >= self.units:
+            return False
+        return self.seconds is None or time.perf_counter() - self.started < self.seconds
+
+
+def unit_filename(unit_id: str) -> str:
+    """A unit id as a file name (letters, digits, '.', '_' and '-')."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", unit_id).strip("_") + ".json"
+
+
+def _environment() -> dict[str, str]:
+    from fedlib.results import environment
+
+    return environment()
+
+
+class Units:
+    """The units of one chapter run (see the module docstring).
+
+    Args:
+        chapter, mode, seed: the run.
+        folder: where unit files are kept; None keeps none (quick mode's default: every unit is computed).
+        budget: what this run may compute (None: everything missing).
+        plan_only: compute nothing; only record which units exist and which are done (for ``status``).
+    """
+
+    def __init__(self, chapter: str, mode: str, seed: int, *, folder: str | Path | None = None,
+                 budget: Budget | None = None, plan_only: bool = False) -> None:
+        self.chapter, self.mode, self.seed = chapter, mode, seed
+        self.folder = Path(folder) if folder is not None else None
+        self.budget = budget
+        self.plan_only = plan_only
+        #: unit id -> "done" (read back), "computed", "not run" or "blocked: <reason>"
+        self.state: dict[str, str] = {}
+        #: unit id -> seconds it took (measured now or when it was computed)
+        self.seconds: dict[str, float] = {}
+        self.blocked: dict[str, str] = {}
+
+    def path(self, unit_id: str) -> Path | None:
+        return None if self.folder is None else self.folder / unit_filename(unit_id)
+
+    def identity(self, unit_id: str, spec: Any) -> dict[str, Any]:
+        return identity(chapter=self.chapter, unit=unit_id, mode=self.mode, seed=self.seed, spec=spec)
+
+    def read(self, unit_id: str, ident: dict[str, Any]) -> dict[str, Any] | None:
+        """The stored result of the unit, or None if it has no file (a file for another identity is not reused)."""
+        path = self.path(unit_id)
+        if path is None or not path.exists():
+            return None
+        stored = load_unit(path)
+        if stored["identity"]["hash"] != ident["hash"]:
+            return None  # written for another configuration: recompute (the file is replaced)
+        return stored
+
+    def run(self, unit_id: str, spec: Any, compute: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
+        """The result of unit ``unit_id`` determined by ``spec``: read back, computed now, or None (not run)."""
+        if unit_id in self.state:
+            raise ValueError(f"unit {unit_id!r} was asked for twice in one chapter run; unit ids must be unique")
+        ident = self.identity(unit_id, spec)
+        stored = self.read(unit_id, ident)
+        if stored is not None:
+            self.state[unit_id] = "done"
+            self.seconds[unit_id] = stored["elapsed_s"]
+            return stored["result"]
+        if self.plan_only or (self.budget is not None and not self.budget.allows()):
+            self.state[unit_id] = "not run"
+            return None
+        began = time.perf_counter()
+        result = compute()
+        elapsed = time.perf_counter() - began
+        if self.budget is not None:
+            self.budget.used += 1
+        self.state[unit_id] = "computed"
+        self.seconds[unit_id] = elapsed
+        path = self.path(unit_id)
+        if path is not None:
+            write_unit(path, {"chapter": self.chapter, "mode": self.mode, "seed": self.seed, "unit": unit_id,
+                              "identity": ident, "elapsed_s": elapsed, "environment": _environment(),
+                              "result": result})
+        return result
+
+    def block(self, unit_id: str, reason: str) -> None:
+        """Record that ``unit_id`` (or a group of units, e.g. ``"cifar10/*"``) cannot run here, and why."""
+        self.state[unit_id] = f"blocked: {reason}"
+        self.blocked[unit_id] = reason
+
+    def summary(self) -> dict[str, Any]:
+        """Counts by state, the measured seconds, and the blocked units with their reasons."""
+        states = list(self.state.values())
+        return {"done": states.count("done") + states.count("computed"), "computed": states.count("computed"),
+                "not_run": states.count("not run"), "blocked": dict(self.blocked), "total": len(states),
+                "seconds": dict(self.seconds),
+                "missing": sorted(u for u, s in self.state.items() if s == "not run")}
+
+
+def write_unit(path: Path, data: dict[str, Any]) -> None:
+    """Write a unit file atomically (temp file in the same folder, fsync, replace)."""
+    from fedlib.results import clean, write_atomic
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, (json.dumps(clean(data), indent=1, allow_nan=False) + "\n").encode())
+
+
+def load_unit(path: Path) -> dict[str, Any]:
+    """Read and check a unit file: valid JSON with an identity, a result and its own unit id (as in its name)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise UnitFileError(f"unit file {path} is unreadable ({type(err).__name__}: {err})") from None
+    missing = [k for k in ("unit", "identity", "result", "elapsed_s") if k not in data]
+    if missing:
+        raise UnitFileError(f"unit file {path} lacks {missing}")
+    if unit_filename(data["unit"]) != path.name:
+        raise UnitFileError(f"unit file {path} holds unit {data['unit']!r}, whose file name is "
+                            f"{unit_filename(data['unit'])}")
+    return data
+
+
+def explain_mismatch(path: Path, units: Units, unit_id: str, spec: Any) -> str | None:
+    """Why the file at ``path`` is not the result of ``unit_id`` with ``spec`` (None if it is)."""
+    stored = load_unit(path)
+    ident = units.identity(unit_id, spec)
+    if stored["identity"]["hash"] == ident["hash"]:
+        return None
+    return difference(stored["identity"].get("description"), ident["description"]) or "fedlib's ALGORITHM_VERSION"
+
+
+def estimate_left(summary: dict[str, Any]) -> float | None:
+    """Seconds the missing units will take, from the mean time of the finished ones (None if none finished)."""
+    times = [s for s in summary["seconds"].values() if math.isfinite(s)]
+    if not times:
+        return None
+    return summary["not_run"] * sum(times) / len(times)
+
+
+def default_folder(chapter: str, mode: str, root: str | Path | None = None) -> Path:
+    """``<results>/<mode>/<chapter>/units``."""
+    from fedlib.results import results_dir
+
+    return Path(root or results_dir()) / mode / chapter / "units"
+

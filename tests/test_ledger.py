@@ -1,0 +1,74 @@
+"""The ledger's three verdicts, registration over a sweep, and evaluation of a chapter's measured values."""
+
+import math
+
+import pytest
+
+from fedlib.ledger import (
+    Claim,
+    counts,
+    evaluate,
+    format_value,
+    ledger_signature,
+    outcome,
+    register,
+)
+
+GT = Claim("gt", "A beats B", "Table 1", "acc(A) − acc(B)", ">")
+LT = Claim("lt", "A loses to B", "Fig. 2", "acc(A) − acc(B)", "<", margin=0.02)
+CLOSE = Claim("close", "A is close to B", "§3", "acc(A) − acc(B)", "≈", settings=("mnist", "fmnist"))
+
+
+@pytest.mark.parametrize("claim,value,expected", [
+    (GT, 0.011, "reproduced"), (GT, 0.01, "reproduced"), (GT, 0.009, "inconclusive"), (GT, -0.009, "inconclusive"),
+    (GT, -0.01, "not reproduced"), (LT, -0.03, "reproduced"), (LT, 0.0, "inconclusive"), (LT, 0.02, "not reproduced"),
+    (CLOSE, 0.01, "reproduced"), (CLOSE, -0.015, "inconclusive"), (CLOSE, 0.02, "not reproduced"),
+    (GT, None, "not run"), (GT, math.nan, "not run"),
+])
+def test_three_verdicts_with_the_margin(claim, value, expected):
+    assert outcome(claim, value) == expected
+
+
+def test_a_verdict_is_decisive_only_when_every_run_gives_it_with_room():
+    assert register(GT, [0.05, 0.06, 0.05, 0.07]).verdict == "reproduced"
+    assert register(GT, [0.05, 0.06, 0.005, 0.07]).verdict == "inconclusive"  # one run inside the margin
+    assert register(GT, [0.05, -0.02]).verdict == "inconclusive"  # runs disagree
+    assert register(GT, [-0.05, -0.04, -0.06]).verdict == "not reproduced"
+    # every run clears the margin, but the spread leaves a new seed room to fall inside it: mean − 2 sd < margin
+    assert register(GT, [0.011, 0.06, 0.012, 0.07]).verdict == "inconclusive"
+    assert register(CLOSE, [0.001, -0.002, 0.0]).verdict == "reproduced"
+    assert register(CLOSE, [0.001, 0.009, -0.009]).verdict == "inconclusive"
+    assert register(GT, [0.05, None]).verdict == "not run"
+    reg = register(GT, [0.03, 0.01, 0.02])
+    assert reg.spread == (0.01, 0.02, 0.03) and reg.counts == {"reproduced": 3}
+
+
+def test_evaluate_gives_one_entry_per_claim_and_setting():
+    measured = {"gt": {"value": 0.05, "detail": "x"}, "close/mnist": {"value": 0.0, "detail": ""}}
+    entries = evaluate([GT, CLOSE], measured, "quick")
+    assert [e["key"] for e in entries] == ["gt", "close/mnist", "close/fmnist"]
+    assert [e["outcome"] for e in entries] == ["reproduced", "reproduced", "not run"]
+    full_only = Claim("abs", "97 %", "T1", "acc − 0.97", "≈", modes=("full",))
+    assert evaluate([full_only], {"abs": {"value": 0.0}}, "quick")[0]["outcome"] == "full mode only"
+    with pytest.raises(KeyError, match="not in the ledger"):
+        evaluate([GT], {"nope": {"value": 1.0}}, "quick")
+    with pytest.raises(ValueError, match="unique"):
+        evaluate([GT, GT], {}, "quick")
+
+
+def test_claims_are_validated():
+    with pytest.raises(ValueError, match="direction"):
+        Claim("x", "p", "e", "m", ">=")
+    with pytest.raises(ValueError, match="unit"):
+        Claim("x", "p", "e", "m", ">", unit="furlongs")
+    with pytest.raises(ValueError, match="margin"):
+        Claim("x", "p", "e", "m", ">", margin=0.0)
+    with pytest.raises(KeyError):
+        GT.key("cifar10")
+
+
+def test_signature_changes_with_the_test_and_counts_add_up():
+    assert ledger_signature([GT]) != ledger_signature([Claim("gt", "A beats B", "Table 1", "m", ">", margin=0.02)])
+    assert counts(["reproduced", "inconclusive", "reproduced"]) == {"reproduced": 2, "not reproduced": 0,
+                                                                    "inconclusive": 1}
+    assert format_value(0.0123, "accuracy") == "+1.2 pp" and format_value(None, "psnr") == "not run yet"

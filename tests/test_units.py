@@ -1,0 +1,51 @@
+"""Full-mode units: computed once, read back by identity, within a budget; planning computes nothing."""
+
+import json
+
+import pytest
+
+from fedlib.units import Budget, UnitFileError, Units, estimate_left, load_unit, unit_filename
+
+
+def test_a_unit_is_computed_once_and_read_back(tmp_path):
+    calls = []
+    compute = lambda: calls.append(1) or {"acc": 0.5}  # noqa: E731
+    first = Units("dpfl", "full", 0, folder=tmp_path)
+    assert first.run("a/b", {"sigma": 8}, compute) == {"acc": 0.5}
+    again = Units("dpfl", "full", 0, folder=tmp_path)
+    assert again.run("a/b", {"sigma": 8}, compute) == {"acc": 0.5}
+    assert len(calls) == 1 and again.state == {"a/b": "done"}
+    other = Units("dpfl", "full", 0, folder=tmp_path)  # another spec: the old file is not reused
+    assert other.run("a/b", {"sigma": 9}, lambda: {"acc": 0.1}) == {"acc": 0.1}
+    assert load_unit(tmp_path / unit_filename("a/b"))["result"] == {"acc": 0.1}
+    with pytest.raises(ValueError, match="twice"):
+        other.run("a/b", {"sigma": 9}, compute)
+
+
+def test_budget_and_plan_compute_nothing_beyond_their_limit(tmp_path):
+    units = Units("sifu", "full", 0, folder=tmp_path, budget=Budget(units=1))
+    assert units.run("u1", 1, lambda: {"x": 1}) == {"x": 1}
+    assert units.run("u2", 2, lambda: {"x": 2}) is None  # budget spent: not run, no file
+    assert not (tmp_path / "u2.json").exists()
+    plan = Units("sifu", "full", 0, folder=tmp_path, plan_only=True)
+    assert plan.run("u1", 1, lambda: 1 / 0) == {"x": 1} and plan.run("u2", 2, lambda: 1 / 0) is None
+    plan.block("cifar10/*", "needs the full CIFAR-100")
+    s = plan.summary()
+    assert (s["done"], s["not_run"], s["total"], s["missing"]) == (1, 1, 3, ["u2"])
+    assert s["blocked"] == {"cifar10/*": "needs the full CIFAR-100"}
+    assert estimate_left(s) == pytest.approx(s["seconds"]["u1"])
+    assert not Budget(seconds=0).allows()
+    with pytest.raises(ValueError, match="units"):
+        Budget(units=-1)
+
+
+def test_unit_files_are_checked(tmp_path):
+    Units("flz", "full", 0, folder=tmp_path).run("x", 0, lambda: {"v": 1})
+    path = tmp_path / "x.json"
+    data = json.loads(path.read_text())
+    (tmp_path / "y.json").write_text(json.dumps(data))  # a unit file under another unit's name
+    with pytest.raises(UnitFileError, match="holds unit 'x'"):
+        load_unit(tmp_path / "y.json")
+    path.write_text("{ not json")
+    with pytest.raises(UnitFileError, match="unreadable"):
+        load_unit(path)
