@@ -163,7 +163,7 @@ def paper_tables(chapter: str, root: str | Path | None = None) -> list[tuple[str
 def ledger_html(results: Results) -> str:
     """A chapter's ledger as an HTML table for its page: the paper's statement and evidence, our test, the verdict
     registered by the quick-mode seed sweep with its spread, this run's value, and the full run's verdict."""
-    from fedlib.results import rows_html, results_dir
+    from fedlib.results import results_dir, rows_html
 
     root = results.path().parents[1] if results.path().exists() else results_dir()
     rows = [{"statement (source)": f"{r['paper']} ({r['evidence']})" + (" [fact]" if r["kind"] == "fact" else ""),

@@ -16,13 +16,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from fedlib.fingerprint import fingerprint
 from fedlib.ledger import ledger_signature, verdicts_path
-from fedlib.results import load_results, results_dir, write_atomic
+from fedlib.results import Results, load_results, results_dir, write_atomic
 
 SEEDS = (0, 1, 2, 3, 4)
 THREADS = (1, 2)
@@ -40,43 +40,61 @@ def _start(chapter: str, seed: int, threads: int, out: Path) -> subprocess.Popen
                             text=True)
 
 
+Job = tuple[str, int, int]  # (chapter, seed, torch threads)
+
+
+def run_quick(jobs: Sequence[Job], *, cores: int = 2, log=print,
+              done: Callable[[Job, Results], None] | None = None) -> dict[Job, Results]:
+    """Run quick-mode chapter runs ``(chapter, seed, threads)`` as separate processes, keeping at most ``cores``
+    threads busy (a run wider than ``cores`` runs alone), and return their results. ``done`` is called as each
+    finishes (e.g. to save it, so an interrupted batch resumes)."""
+    todo = sorted(jobs, key=lambda job: -job[2])
+    running: list[tuple[subprocess.Popen, Job, Path, float]] = []
+    out: dict[Job, Results] = {}
+    with tempfile.TemporaryDirectory(prefix="fedlib-quick-") as tmp:
+        while todo or running:
+            busy = sum(job[2] for _, job, _, _ in running)
+            if todo and (busy == 0 or busy + todo[-1][2] <= cores):
+                job = todo.pop(0) if busy == 0 or busy + todo[0][2] <= cores else todo.pop()
+                folder = Path(tmp) / "-".join(map(str, job))
+                running.append((_start(*job, folder), job, folder, time.perf_counter()))
+                log(f"{job[0]}: started seed {job[1]}, {job[2]} thread(s)")
+                continue
+            time.sleep(1)
+            for entry in list(running):
+                proc, job, folder, began = entry
+                if proc.poll() is None:
+                    continue
+                running.remove(entry)
+                if proc.returncode != 0:
+                    for other, *_ in running:
+                        other.kill()
+                    raise RuntimeError(f"{job[0]} seed {job[1]} with {job[2]} thread(s) failed:\n"
+                                       f"{proc.stderr.read()[-3000:]}")
+                out[job] = load_results(job[0], "quick", folder)
+                log(f"{job[0]}: seed {job[1]}, {job[2]} thread(s) done in {time.perf_counter() - began:.0f} s")
+                if done is not None:
+                    done(job, out[job])
+    return out
+
+
 def sweep(chapter: str, *, seeds: Sequence[int] = SEEDS, threads: Sequence[int] = THREADS, cores: int = 2,
           folder: Path | None = None, log=print) -> dict[str, Any]:
-    """Run the missing runs of the sweep (at most ``cores`` threads busy at once) and write the registry."""
+    """Run the missing runs of the sweep and write the registry."""
     from fedlib.experiments import chapter_module
 
     module = chapter_module(chapter)
     folder = Path(folder or results_dir() / "sweeps" / chapter)
     folder.mkdir(parents=True, exist_ok=True)
     config = fingerprint(module.QUICK)
-    todo = [(s, t) for t in sorted(threads, reverse=True) for s in seeds
-            if not _valid(run_file(folder, s, t), config)]
-    running: list[tuple[subprocess.Popen, int, int, Path, float]] = []
-    with tempfile.TemporaryDirectory(prefix=f"sweep-{chapter}-") as tmp:
-        while todo or running:
-            busy = sum(t for _, _, t, _, _ in running)
-            startable = [job for job in todo if busy + job[1] <= max(cores, job[1])]
-            if startable and (busy == 0 or busy + startable[0][1] <= cores):
-                seed, t = startable[0]
-                todo.remove((seed, t))
-                out = Path(tmp) / f"{seed}-{t}"
-                running.append((_start(chapter, seed, t, out), seed, t, out, time.perf_counter()))
-                log(f"{chapter}: started seed {seed}, {t} thread(s)")
-                continue
-            time.sleep(2)
-            for job in list(running):
-                proc, seed, t, out, began = job
-                if proc.poll() is None:
-                    continue
-                running.remove(job)
-                if proc.returncode != 0:
-                    raise RuntimeError(f"{chapter} seed {seed} with {t} thread(s) failed:\n{proc.stderr.read()[-3000:]}")
-                res = load_results(chapter, "quick", out)
-                record = {"seed": seed, "threads": t, "config": config, "elapsed_s": res.elapsed_s,
-                          "values": {k: m["value"] for k, m in res.measured.items()},
-                          "environment": res.environment}
-                write_atomic(run_file(folder, seed, t), (json.dumps(record, indent=1) + "\n").encode())
-                log(f"{chapter}: seed {seed}, {t} thread(s) done in {time.perf_counter() - began:.0f} s")
+
+    def save(job: Job, res: Results) -> None:
+        record = {"seed": job[1], "threads": job[2], "config": config, "elapsed_s": res.elapsed_s,
+                  "values": {k: m["value"] for k, m in res.measured.items()}, "environment": res.environment}
+        write_atomic(run_file(folder, job[1], job[2]), (json.dumps(record, indent=1) + "\n").encode())
+
+    run_quick([(chapter, s, t) for t in threads for s in seeds if not _valid(run_file(folder, s, t), config)],
+              cores=cores, log=log, done=save)
     runs = [json.loads(run_file(folder, s, t).read_text()) for t in threads for s in seeds]
     registry = {"chapter": chapter, "ledger": ledger_signature(module.LEDGER), "config": config,
                 "seeds": list(seeds), "threads": list(threads),
