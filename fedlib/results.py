@@ -31,6 +31,8 @@ from typing import Any
 from fedlib.ledger import Claim, evaluate
 
 CHAPTERS = ("foundations", "dpfl", "fednore", "privacy_eval", "adpdfl", "sifu", "deniability", "flz", "audit")
+#: chapters whose run resumes from per-training-run checkpoints (``--checkpoints``)
+RESUMABLE = ("dpfl", "fednore", "adpdfl")
 MODES = ("quick", "full")
 
 

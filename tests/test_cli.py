@@ -41,6 +41,62 @@ def test_bad_arguments_exit_2_with_a_message(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv,message", [
+    (["privacy", "epsilon", "--sigma", "inf", "--q", "0.1", "--steps", "10", "--delta", "1e-5"],
+     "--sigma: must be a finite number, got inf"),
+    (["privacy", "epsilon", "--sigma", "nan", "--q", "0.1", "--steps", "10", "--delta", "1e-5"], "finite"),
+    (["privacy", "sigma", "--epsilon", "inf", "--q", "0.1", "--steps", "10", "--delta", "1e-5"],
+     "--epsilon: must be a finite number, got inf"),
+    (["run", "foundations", "--units", "-1"], "--units: must be >= 0"),
+    (["run", "foundations", "--seed", "x"], "--seed: expected an integer"),
+])
+def test_non_finite_and_out_of_range_arguments(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["privacy", "epsilon", "--sigma", "1e-300", "--q", "0.04", "--steps", "2250", "--delta", "1e-5"],
+     "--sigma 1e-300: the noise is negligible, ε is unbounded"),
+    (["privacy", "sigma", "--epsilon", "1e-9", "--q", "0.04", "--steps", "2250", "--delta", "1e-5"],
+     "target_epsilon=1e-09 is too small to reach"),
+    (["run", "foundations", "--checkpoints", "ckpt"], "chapter 'foundations' does not support checkpoints"),
+    (["run", "foundations", "--units", "3"], "--units/--budget: only full mode is split into units"),
+])
+def test_unanswerable_requests_exit_2_with_one_line(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_extreme_but_valid_noise_gives_a_finite_answer(capsys):
+    assert main(["privacy", "epsilon", "--sigma", "1e300", "--q", "0.04", "--steps", "2250", "--delta", "1e-5"]) == 0
+    assert 0 <= float(capsys.readouterr().out) < 1  # σ → ∞: ε → the conversion's floor, no overflow
+    assert main(["privacy", "epsilon", "--sigma", "2", "--q", "0.9999999", "--steps", "1000000000000",
+                 "--delta", "1e-5"]) == 0
+    assert float(capsys.readouterr().out) > 1e9  # q → 1, huge step counts: large, finite
+
+
+@pytest.mark.parametrize("env,message", [
+    ({"FEDLIB_NUM_THREADS": "abc"}, "FEDLIB_NUM_THREADS must be an integer >= 1 (torch threads per process), got 'abc'"),
+    ({"FEDLIB_NUM_THREADS": "0"}, "FEDLIB_NUM_THREADS must be an integer >= 1"),
+])
+def test_bad_environment_is_one_line(env, message, monkeypatch, capsys):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert main(["run", "foundations", "--out", "x"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_an_unwritable_out_folder_stops_before_any_work(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(["run", "foundations", "--out", str(blocker / "sub")]) == 2
+    assert f"--out: {blocker / 'sub'} is not a writable folder" in capsys.readouterr().err
+
+
 def test_module_entry_point():
     out = subprocess.run([sys.executable, "-m", "fedlib", "privacy", "epsilon", "--sigma", "1.5", "--q", "0.04",
                           "--steps", "2250", "--delta", "1e-5"], capture_output=True, text=True, check=True)

@@ -17,6 +17,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from fedlib.data.files import DatasetFileError, check_labels, read_cifar_batch, read_idx
+
 
 class DatasetNotFoundError(FileNotFoundError):
     """A dataset is missing from the data root and could not be downloaded."""
@@ -35,20 +37,15 @@ class DatasetInfo:
     num_classes: int
     mean: tuple[float, ...]
     std: tuple[float, ...]
-    files: tuple[str, ...]
 
 
 DATASETS: dict[str, DatasetInfo] = {
-    "mnist": DatasetInfo("MNIST", (1, 28, 28), 10, (0.1307,), (0.3081,),
-                         ("raw/train-images-idx3-ubyte", "raw/train-labels-idx1-ubyte",
-                          "raw/t10k-images-idx3-ubyte", "raw/t10k-labels-idx1-ubyte")),
-    "fashion_mnist": DatasetInfo("FashionMNIST", (1, 28, 28), 10, (0.2860,), (0.3530,),
-                                 ("raw/train-images-idx3-ubyte", "raw/train-labels-idx1-ubyte",
-                                  "raw/t10k-images-idx3-ubyte", "raw/t10k-labels-idx1-ubyte")),
+    "mnist": DatasetInfo("MNIST", (1, 28, 28), 10, (0.1307,), (0.3081,)),
+    "fashion_mnist": DatasetInfo("FashionMNIST", (1, 28, 28), 10, (0.2860,), (0.3530,)),
     "cifar10": DatasetInfo("cifar-10-batches-py", (3, 32, 32), 10, (0.4914, 0.4822, 0.4465),
-                           (0.2470, 0.2435, 0.2616), ("batches.meta", "test_batch")),
+                           (0.2470, 0.2435, 0.2616)),
     "cifar100": DatasetInfo("cifar-100-python", (3, 32, 32), 100, (0.5071, 0.4865, 0.4409),
-                            (0.2673, 0.2564, 0.2762), ("meta", "train", "test")),
+                            (0.2673, 0.2564, 0.2762)),
 }
 
 
@@ -94,58 +91,87 @@ class Split:
 
 
 def data_root() -> Path:
-    """``$FEDLIB_DATA`` if set, else ``~/.cache/fedlib/data``."""
+    """``$FEDLIB_DATA`` if set, else ``~/.cache/fedlib/data``.
+
+    Raises:
+        ValueError: ``$FEDLIB_DATA`` names something that is not a folder.
+    """
     env = os.environ.get("FEDLIB_DATA")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "fedlib" / "data"
+    root = Path(env).expanduser() if env else Path.home() / ".cache" / "fedlib" / "data"
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"FEDLIB_DATA={env} is not a folder; point it at the data root (torchvision's layout)")
+    return root
 
 
 def _torchvision_class(name: str):
+    """torchvision's class for ``name``: used to *download* missing files only (fedlib reads the files itself)."""
     from torchvision import datasets as tvd
 
-    if name == "mnist":
-        return tvd.MNIST
-    if name == "fashion_mnist":
-        return tvd.FashionMNIST
-    base = tvd.CIFAR10 if name == "cifar10" else tvd.CIFAR100
-    # Subset files (as in the offline data folder) fail torchvision's md5 check; the loading code is
-    # unchanged with the checksums off, and the full official files load the same way.
-    return type(f"{base.__name__}Files", (base,), {
-        "train_list": [[n, None] for n, _ in base.train_list],
-        "test_list": [[n, None] for n, _ in base.test_list],
-    })
+    return {"mnist": tvd.MNIST, "fashion_mnist": tvd.FashionMNIST, "cifar10": tvd.CIFAR10,
+            "cifar100": tvd.CIFAR100}[name]
 
 
-def _missing_message(name: str, root: Path, reason: str) -> str:
-    info = DATASETS[name]
-    expected = "\n".join(f"  {root / info.folder / f}" for f in info.files)
+#: the files of each split, relative to the dataset's folder
+SPLIT_FILES: dict[str, dict[bool, tuple[str, ...]]] = {
+    "mnist": {True: ("raw/train-images-idx3-ubyte", "raw/train-labels-idx1-ubyte"),
+              False: ("raw/t10k-images-idx3-ubyte", "raw/t10k-labels-idx1-ubyte")},
+    "cifar10": {True: tuple(f"data_batch_{i}" for i in range(1, 6)), False: ("test_batch",)},
+    "cifar100": {True: ("train",), False: ("test",)},
+}
+SPLIT_FILES["fashion_mnist"] = SPLIT_FILES["mnist"]
+
+
+def _missing_message(name: str, root: Path, missing: list[Path], reason: str) -> str:
+    expected = "\n".join(f"  {p}" for p in missing)
     return (
         f"Dataset {name!r} was not found under {root} and could not be downloaded ({reason}).\n"
-        f"Expected torchvision's layout, e.g.:\n{expected}\n"
+        f"Missing (torchvision's layout):\n{expected}\n"
         "Point FEDLIB_DATA at a folder that holds it (in this project's CI: export FEDLIB_DATA=../shared/data), "
         "or run once with internet access so that torchvision downloads it there."
     )
 
 
+def _download(name: str, train: bool, root: Path, missing: list[Path]) -> None:
+    """Let torchvision download the split; on failure remove the folders the attempt created and left empty."""
+    folder = root / DATASETS[name].folder
+    created = [p for p in (root, folder, folder / "raw") if not p.exists()]
+    try:
+        _torchvision_class(name)(str(root), train=train, download=True)
+    except Exception as err:  # no network, DNS failure, HTTP error, ...
+        for p in reversed(created):
+            if p.is_dir() and not any(p.iterdir()):
+                p.rmdir()
+        raise DatasetNotFoundError(_missing_message(name, root, missing, f"{type(err).__name__}: {err}")) from None
+
+
+def _read(name: str, train: bool, paths: list[Path]) -> tuple[np.ndarray, np.ndarray]:
+    """Images (N, H, W) or (N, H, W, C) and labels of a split, every file checked."""
+    info = DATASETS[name]
+    if name in ("mnist", "fashion_mnist"):
+        x, y = read_idx(paths[0], kind="images"), read_idx(paths[1], kind="labels").astype(np.int64)
+        if len(x) != len(y):
+            raise DatasetFileError(f"{paths[0]} holds {len(x):,} images but {paths[1]} {len(y):,} labels")
+        check_labels(paths[1], y, info.num_classes)
+        return x, y
+    parts = [read_cifar_batch(p, label_key="labels" if name == "cifar10" else "fine_labels") for p in paths]
+    for p, (_, labels) in zip(paths, parts):
+        check_labels(p, labels, info.num_classes)
+    return np.concatenate([x for x, _ in parts]), np.concatenate([y for _, y in parts])
+
+
 @lru_cache(maxsize=16)
 def _load_raw(name: str, train: bool, root: str, download: bool | None) -> tuple[Tensor, Tensor]:
-    cls = _torchvision_class(name)
-    try:
-        ds = cls(root, train=train, download=False)
-    except RuntimeError:
+    folder = Path(root) / DATASETS[name].folder
+    paths = [folder / f for f in SPLIT_FILES[name][train]]
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
         if download is False:
-            raise DatasetNotFoundError(_missing_message(name, Path(root), "download=False")) from None
-        try:
-            ds = cls(root, train=train, download=True)
-        except Exception as err:  # no network, DNS failure, HTTP error, ...
-            raise DatasetNotFoundError(_missing_message(name, Path(root), f"{type(err).__name__}: {err}")) from None
-    data = ds.data
-    x = torch.from_numpy(np.asarray(data)) if not isinstance(data, Tensor) else data
-    if x.ndim == 3:  # MNIST-like (N, H, W)
-        x = x.unsqueeze(1)
-    else:  # CIFAR (N, H, W, C)
-        x = x.permute(0, 3, 1, 2)
-    y = torch.as_tensor(np.asarray(ds.targets), dtype=torch.int64)
-    return x.contiguous(), y
+            raise DatasetNotFoundError(_missing_message(name, Path(root), missing, "download=False"))
+        _download(name, train, Path(root), missing)
+    data, labels = _read(name, train, paths)
+    x = torch.from_numpy(np.ascontiguousarray(data))
+    x = x.unsqueeze(1) if x.ndim == 3 else x.permute(0, 3, 1, 2)  # (N, C, H, W)
+    return x.contiguous(), torch.from_numpy(labels)
 
 
 def quick_indices(name: str, train: bool) -> Tensor | None:

@@ -89,13 +89,19 @@ def _log_a_frac(q: float, sigma: float, alpha: float) -> float:
             return _log_add(log_a0, log_a1)
 
 
+#: Above this σ the RDP is bounded by the Gaussian mechanism's α/(2σ²) (sampling only lowers it): below 1e-12 for
+#: every order used, and the series of 1908.10530 would lose precision or overflow in σ².
+_LARGE_SIGMA = 1e6
+
+
 def _rdp_one(q: float, sigma: float, alpha: float) -> float:
     if q == 0:
         return 0.0
-    if sigma == 0 or math.isinf(alpha):
+    if math.isinf(alpha):
         return math.inf
-    if q == 1.0:
-        return alpha / (2 * sigma**2)  # Gaussian mechanism, thesis Lemma 2
+    gaussian = alpha / 2 / sigma / sigma if sigma > 0 else math.inf  # thesis Lemma 2, without overflow in σ²
+    if q == 1.0 or sigma > _LARGE_SIGMA or math.isinf(gaussian):
+        return gaussian  # exact for q = 1; an upper bound otherwise (∞ when σ² underflows)
     log_a = _log_a_int(q, sigma, int(alpha)) if float(alpha).is_integer() else _log_a_frac(q, sigma, alpha)
     return log_a / (alpha - 1)
 
@@ -108,8 +114,8 @@ def _rdp_cached(q: float, sigma: float, orders: tuple[float, ...]) -> np.ndarray
 
 
 def _check_mechanism(noise_multiplier: float, sample_rate: float) -> None:
-    if not noise_multiplier >= 0:
-        raise ValueError(f"noise_multiplier must be >= 0, got {noise_multiplier!r}")
+    if not (noise_multiplier >= 0 and math.isfinite(noise_multiplier)):
+        raise ValueError(f"noise_multiplier must be a finite number >= 0, got {noise_multiplier!r}")
     if not 0 <= sample_rate <= 1:
         raise ValueError(f"sample_rate must be in [0, 1], got {sample_rate!r}")
 
@@ -125,8 +131,8 @@ def compute_rdp(*, q: float, noise_multiplier: float, steps: int | float,
         orders: Rényi orders α > 1.
     """
     _check_mechanism(noise_multiplier, q)
-    if steps < 0:
-        raise ValueError(f"steps must be >= 0, got {steps!r}")
+    if not (steps >= 0 and math.isfinite(steps)):
+        raise ValueError(f"steps must be a finite number >= 0, got {steps!r}")
     return _rdp_cached(float(q), float(noise_multiplier), tuple(float(a) for a in orders)) * steps
 
 
@@ -262,8 +268,8 @@ def calibrate_noise_multiplier(*, target_epsilon: float, delta: float, sample_ra
     Same bisection as Opacus's ``get_noise_multiplier``, so results agree with it; the returned σ
     never overshoots the target ε.
     """
-    if not target_epsilon > 0:
-        raise ValueError(f"target_epsilon must be > 0, got {target_epsilon!r}")
+    if not (target_epsilon > 0 and math.isfinite(target_epsilon)):
+        raise ValueError(f"target_epsilon must be a finite number > 0, got {target_epsilon!r}")
     _check_delta(delta)
     _check_mechanism(1.0, sample_rate)
     if not isinstance(steps, int) or steps < 1:
