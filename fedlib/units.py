@@ -87,6 +87,7 @@ class Units:
         #: unit id -> seconds it took (measured now or when it was computed)
         self.seconds: dict[str, float] = {}
         self.blocked: dict[str, str] = {}
+        self._asked: dict[str, tuple[str, dict[str, Any] | None]] = {}  # unit id -> (identity hash, result)
 
     def path(self, unit_id: str) -> Path | None:
         return None if self.folder is None else self.folder / unit_filename(unit_id)
@@ -105,10 +106,23 @@ class Units:
         return stored
 
     def run(self, unit_id: str, spec: Any, compute: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
-        """The result of unit ``unit_id`` determined by ``spec``: read back, computed now, or None (not run)."""
-        if unit_id in self.state:
-            raise ValueError(f"unit {unit_id!r} was asked for twice in one chapter run; unit ids must be unique")
+        """The result of unit ``unit_id`` determined by ``spec``: read back, computed now, or None (not run).
+
+        Asking again for a unit of this run with the same spec returns the same result; with another spec it is an
+        error (two different computations under one id).
+        """
         ident = self.identity(unit_id, spec)
+        if unit_id in self._asked:
+            known, result = self._asked[unit_id]
+            if known != ident["hash"]:
+                raise ValueError(f"unit {unit_id!r} was asked for twice with different specs; unit ids must be unique")
+            return result
+        result = self._result(unit_id, ident, compute)
+        self._asked[unit_id] = (ident["hash"], result)
+        return result
+
+    def _result(self, unit_id: str, ident: dict[str, Any], compute: Callable[[], dict[str, Any]]
+                ) -> dict[str, Any] | None:
         stored = self.read(unit_id, ident)
         if stored is not None:
             self.state[unit_id] = "done"

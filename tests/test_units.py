@@ -18,8 +18,9 @@ def test_a_unit_is_computed_once_and_read_back(tmp_path):
     other = Units("dpfl", "full", 0, folder=tmp_path)  # another spec: the old file is not reused
     assert other.run("a/b", {"sigma": 9}, lambda: {"acc": 0.1}) == {"acc": 0.1}
     assert load_unit(tmp_path / unit_filename("a/b"))["result"] == {"acc": 0.1}
-    with pytest.raises(ValueError, match="twice"):
-        other.run("a/b", {"sigma": 9}, compute)
+    assert other.run("a/b", {"sigma": 9}, compute) == {"acc": 0.1} and len(calls) == 1  # same spec: same result
+    with pytest.raises(ValueError, match="twice with different specs"):
+        other.run("a/b", {"sigma": 10}, compute)
 
 
 def test_budget_and_plan_compute_nothing_beyond_their_limit(tmp_path):
