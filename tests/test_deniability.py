@@ -108,7 +108,7 @@ def test_rowwise_distance_matches_the_definition():
     d = distance_matrix(torch.stack([a, b]), "rowwise_l2", shapes)
     rows = [torch.linalg.vector_norm(a[3 * i:3 * i + 3] - b[3 * i:3 * i + 3] + 1e-6) for i in range(2)]
     bias = torch.linalg.vector_norm(a[6:] - b[6:] + 1e-6)
-    assert float(d[1, 0]) == pytest.approx(float((rows[0] + rows[1] + bias) / 3), rel=1e-6)
+    assert float(d[0, 1]) == pytest.approx(float((rows[0] + rows[1] + bias) / 3), rel=1e-6)  # D[i, j] = ‖w_i − w_j + ε‖
     with pytest.raises(ValueError, match="metric"):
         distance_matrix(torch.stack([a, b]), "manhattan")
 

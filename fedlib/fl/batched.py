@@ -162,23 +162,23 @@ class BatchedClients:
         velocity = torch.zeros_like(theta) if momentum > 0 else None
         plans = [self._client_batches(int(sizes[i]), steps if steps is None or isinstance(steps, int) else
                                       int(steps[i]), epochs, batch_size, generators[i]) for i in range(m)]
-        rows = torch.arange(m, device=y.device).unsqueeze(1)
         for s in range(max((len(p) for p in plans), default=0)):
-            batch = [p[s] if s < len(p) else None for p in plans]
-            width = max(len(b) for b in batch if b is not None)
-            idx = torch.zeros(m, width, dtype=torch.long)
-            w = torch.zeros(m, width, dtype=theta.dtype)
-            for i, b in enumerate(batch):
-                if b is not None:
-                    idx[i, :len(b)] = b
-                    w[i, :len(b)] = 1.0 / len(b)
-            idx, w = idx.to(y.device), w.to(theta.device)
-            g = self._gradients(theta, x[rows, idx], y[rows, idx], w)  # idx < n_i: never a padding entry
-            moving = torch.tensor([b is not None for b in batch], device=theta.device).unsqueeze(1)
+            moving = [i for i, p in enumerate(plans) if s < len(p)]
+            batch = [plans[i][s] for i in moving]
+            width = max(len(b) for b in batch)
+            idx = torch.zeros(len(moving), width, dtype=torch.long)
+            w = torch.zeros(len(moving), width, dtype=theta.dtype)
+            for j, b in enumerate(batch):
+                idx[j, :len(b)] = b
+                w[j, :len(b)] = 1.0 / len(b)
+            rows = torch.tensor(moving, device=y.device)
+            idx = idx.to(y.device)
+            g = self._gradients(theta[rows], x[rows.unsqueeze(1), idx], y[rows.unsqueeze(1), idx],
+                                w.to(theta.device))  # idx < n_i: never a padding entry
             if velocity is not None:
-                velocity = torch.where(moving, velocity * momentum + g, velocity)
-                g = velocity
-            theta = torch.where(moving, theta - lr * g, theta)
+                velocity[rows] = velocity[rows] * momentum + g
+                g = velocity[rows]
+            theta[rows] = theta[rows] - lr * g
         return theta
 
     @staticmethod
