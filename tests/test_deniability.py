@@ -9,18 +9,23 @@ import pytest
 import torch
 from torch import nn
 
-from fedlib.fl.batched import BatchedClients
+from fedlib.data.datasets import Split
+from fedlib.fl.batched import PAD, BatchedClients, stack_padded
 from fedlib.fl.params import get_flat
 from fedlib.rng import make_generator
+from fedlib.unlearning.baselines import UpdateStore
 from fedlib.unlearning.deniability import (
+    NONIID_SIZES,
     LocalWork,
     constrained_clusters,
     distance_matrix,
     eps_rdp,
     eq15_epsilon,
+    fedavg_reference,
     fedavg_round,
     kip_aggregate,
     kip_round,
+    noniid_sizes,
     pod_violation,
     proof_of_deniability,
     request_schedule,
@@ -42,6 +47,16 @@ def make_fed(num_clients: int = 12, n: int = 10) -> tuple[Federation, tuple, tor
     model = nn.Sequential(nn.Flatten(), nn.Linear(16, 3))
     fed = Federation(BatchedClients(model), x, y, 0)
     return fed, (x.reshape(-1, 1, 4, 4), y.reshape(-1)), get_flat(model)
+
+
+def make_unequal_fed(sizes=(4, 9, 6, 12, 3, 8, 10, 5, 7, 11, 6, 9)) -> tuple[Federation, tuple, torch.Tensor]:
+    gen = torch.Generator().manual_seed(8)
+    n = sum(sizes)
+    split = Split(torch.randn(n, 1, 4, 4, generator=gen), torch.randint(0, 3, (n,), generator=gen), 3)
+    x, y, _ = stack_padded(split, list(torch.split(torch.arange(n), list(sizes))))
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16, 3))
+    return Federation(BatchedClients(model), x, y, 0), (split.x, split.y), get_flat(model)
 
 
 def test_k1_without_noise_is_fedavg():
@@ -197,3 +212,106 @@ def test_bad_inputs_are_named():
     with pytest.raises(ValueError, match="x >= 1"):
         train_with_requests(fed, kip_round(fed, WORK, k=3), init, 2, {}, test, method="kip")
     assert math.isfinite(WORK.steps(10))
+
+
+def test_rowwise_distance_by_gram_matrices_equals_the_loop_over_rows():
+    model = nn.Sequential(nn.Conv2d(2, 3, 3), nn.Flatten(), nn.Linear(12, 4))
+    shapes = [p.shape for p in model.parameters()]
+    models = torch.randn(5, sum(p.numel() for p in model.parameters()), generator=torch.Generator().manual_seed(4))
+    got = distance_matrix(models, "rowwise_l2", shapes)
+    want = torch.zeros(5, 5, dtype=torch.float64)
+    for i in range(5):
+        for j in range(5):
+            dists = []
+            for a, b, shape in zip(torch.split(models[i].double(), [math.prod(s) for s in shapes]),
+                                   torch.split(models[j].double(), [math.prod(s) for s in shapes]), shapes):
+                rows = (a - b + 1e-6).reshape(-1, shape[-1]) if len(shape) >= 2 else (a - b + 1e-6).reshape(1, -1)
+                dists.append(torch.linalg.vector_norm(rows, dim=1))
+            want[i, j] = 0.0 if i == j else torch.cat(dists).mean()
+    assert torch.allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+def test_strict_mode_bounds_every_member_and_noises_with_delta():
+    center = torch.zeros(20_000)
+    models = torch.randn(4, 20_000, generator=torch.Generator().manual_seed(5))  # norms ≈ 141 ≫ Δ/2
+    out = kip_aggregate(models, [0, 1, 2, 3], [1] * 4, k=4, noise_multiplier=0.5, metric="cosine",
+                        generator=torch.Generator().manual_seed(6), strict_delta=2.0, center=center,
+                        record_representatives=True)
+    projected = models[out.representatives[0]] / torch.linalg.vector_norm(models[out.representatives[0]])
+    z = (out.params - projected) / (0.5 * 2.0)  # the member moved onto the ball of radius Δ/2 = 1, noise σΔ
+    assert abs(float(z.mean())) < 0.02 and abs(float(z.std()) - 1) < 0.02
+    inside = torch.full((4, 20_000), 1e-3)
+    kept = kip_aggregate(inside, [0, 1, 2, 3], [1] * 4, k=4, noise_multiplier=0.0, metric="cosine",
+                         generator=torch.Generator().manual_seed(6), strict_delta=2.0, center=center)
+    assert torch.allclose(kept.params, inside[0])  # models inside the ball are not moved
+    with pytest.raises(ValueError, match="center"):
+        kip_aggregate(models, [0, 1, 2, 3], [1] * 4, k=4, noise_multiplier=0.5, metric="cosine",
+                      generator=torch.Generator(), strict_delta=2.0)
+
+
+def test_noniid_sizes_follow_the_authors_list():
+    assert sum(NONIID_SIZES) == 59_374 and len(NONIID_SIZES) == 50
+    mnist = noniid_sizes(60_000)
+    assert mnist[:-1] == list(NONIID_SIZES[:-1]) and mnist[-1] == 455 + 626  # the last client takes the rest
+    cifar = noniid_sizes(50_000)
+    assert sum(cifar) == 50_000 and cifar[0] == round(475 * 50_000 / 59_374)
+    with pytest.raises(ValueError, match="50 clients"):
+        noniid_sizes(1000, 20)
+
+
+def test_fedavg_weights_unequal_clients_by_their_sizes():
+    fed, _, init = make_unequal_fed()
+    active = [0, 3, 4, 9]
+    new, _, _ = fedavg_round(fed, WORK)(0, init, active)
+    sizes = torch.tensor([4.0, 12.0, 3.0, 11.0])
+    local = torch.stack([fed.trainer.train(init, fed.x[[c]][:, :int(n)], fed.y[[c]][:, :int(n)],
+                                           steps=WORK.steps(int(n)), batch_size=WORK.batch_size, lr=WORK.lr,
+                                           generators=[make_generator(0, "train", 0, c)])[0]
+                         for c, n in zip(active, sizes)])
+    assert torch.allclose(new, (sizes.unsqueeze(1) * local).sum(0) / sizes.sum(), atol=1e-6)
+    out = kip_round(fed, WORK, k=2, noise_multiplier=0.0)(0, init, active)
+    assert len(out[1]) == 2 and (fed.y[active] == PAD).any()
+
+
+def test_fedavg_retrains_history_is_fedavg_on_the_remaining_clients():
+    fed, test, init = make_fed()
+    schedule = {2: 7, 4: 1}
+    run = train_with_requests(fed, fedavg_round(fed, WORK), init, 6, schedule, test, method="r", unlearn="retrain")
+    reference = fedavg_reference(fed, WORK, init, 6, [c for c in range(12) if c not in (1, 7)])
+    assert all(torch.equal(a, b) for a, b in zip(run.models, reference))
+
+
+def test_served_accuracy_keeps_what_was_served_and_distance_is_to_the_reference():
+    fed, test, init = make_fed()
+    round_fn = kip_round(fed, WORK, k=3)
+    reference = fedavg_reference(fed, WORK, init, 5, list(range(12)))
+    run = train_with_requests(fed, round_fn, init, 5, {4: 2}, test, method="kip", x=3, reference=reference)
+    assert not run.requests[0].denied  # the replay rewrote the history of rounds t0..3, not what was served
+    t0 = run.requests[0].rollback
+    plain = train_with_requests(fed, round_fn, init, 4, {}, test, method="kip", x=3)
+    assert run.served_accuracy[:4] == plain.accuracy and run.served_accuracy[4] == run.accuracy[4]
+    assert run.accuracy[t0:4] != plain.accuracy[t0:4]
+    assert run.served_distance[4] == pytest.approx(float(torch.linalg.vector_norm((run.models[4] - reference[4])
+                                                                                  .double())))
+
+
+@pytest.mark.parametrize("unlearn", ["pod", "federaser"])
+def test_an_interrupted_run_resumes_to_the_same_numbers(tmp_path, unlearn):
+    fed, test, init = make_fed()
+    schedule = {2: 5, 3: 9, 5: 0}
+
+    def go(rounds, checkpoint=None):
+        store = UpdateStore(1)
+        kw = dict(x=3, unlearn="pod") if unlearn == "pod" else dict(unlearn="federaser",
+                                                                   federaser=(store, WORK, 0.5))
+        round_fn = kip_round(fed, WORK, k=3) if unlearn == "pod" else fedavg_round(fed, WORK, store)
+        return train_with_requests(fed, round_fn, init, rounds, schedule, test, method="m", checkpoint=checkpoint, **kw)
+
+    ident = {"hash": "run-1", "description": {"run": 1}}
+    go(4, (tmp_path / "c.pt", ident))  # stopped after round 3
+    resumed = go(6, (tmp_path / "c.pt", ident))
+    whole = go(6)
+    assert all(torch.equal(a, b) for a, b in zip(resumed.models, whole.models)) and len(resumed.models) == 6
+    assert resumed.clusters == whole.clusters and resumed.served_accuracy == whole.served_accuracy
+    assert [(q.round, q.client, q.rollback, q.replayed_rounds) for q in resumed.requests] == \
+        [(q.round, q.client, q.rollback, q.replayed_rounds) for q in whole.requests]

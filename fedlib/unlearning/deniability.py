@@ -150,6 +150,29 @@ def kip_aggregate(models: Tensor, clients: Sequence[int], sizes: Sequence[int], 
     return ClusterRound(clusters, spreads, weights, new, reps if record_representatives else None)
 
 
+# --- the authors' non-iid split -----------------------------------------------------------------------------------
+
+#: client sizes of the authors' non-iid experiments (their ``device records.p``; sum 59,374): quantity skew only
+NONIID_SIZES = (475, 1292, 894, 948, 1738, 1579, 1415, 1768, 1990, 1403, 1198, 1747, 1654, 1664, 1206, 972, 1358,
+                1349, 1867, 1496, 1256, 1465, 478, 1580, 933, 977, 1666, 996, 709, 605, 1246, 1889, 491, 1978, 785,
+                1457, 584, 411, 1019, 1390, 600, 1117, 594, 1871, 518, 825, 1219, 1505, 742, 455)
+
+
+def noniid_sizes(total: int, num_clients: int = 50) -> list[int]:
+    """Client sizes for ``total`` training samples: the authors' list with the last client absorbing the remainder
+    (their code, MNIST's 60,000), or scaled to ``total`` with the last client fixing the sum when the list holds
+    more (spec card §4's proposal for 50,000-image datasets)."""
+    if num_clients != len(NONIID_SIZES):
+        raise ValueError(f"the authors' sizes are for {len(NONIID_SIZES)} clients, got num_clients={num_clients}")
+    sizes = list(NONIID_SIZES)
+    if total < sum(sizes):
+        sizes = [max(1, round(s * total / sum(NONIID_SIZES))) for s in sizes]
+    sizes[-1] += total - sum(sizes)
+    if sizes[-1] < 1:
+        raise ValueError(f"total={total} is too small for {num_clients} clients")
+    return sizes
+
+
 # --- training with requests, PoD, rollback -------------------------------------------------------------------------
 
 @dataclass(frozen=True)
