@@ -3,6 +3,7 @@ small synthetic federations (tests only; the chapter runs on real MNIST / Fashio
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -10,6 +11,7 @@ import torch
 from torch import nn
 
 from fedlib.data.datasets import Split
+from fedlib.experiments import deniability as chapter
 from fedlib.fl.batched import PAD, BatchedClients, stack_padded
 from fedlib.fl.params import get_flat
 from fedlib.rng import make_generator
@@ -35,6 +37,7 @@ from fedlib.unlearning.deniability import (
     train_with_requests,
 )
 from fedlib.unlearning.stage import Federation
+from fedlib.units import Units
 
 WORK = LocalWork(1, 5, 0.2)
 
@@ -305,7 +308,8 @@ def test_an_interrupted_run_resumes_to_the_same_numbers(tmp_path, unlearn):
         kw = dict(x=3, unlearn="pod") if unlearn == "pod" else dict(unlearn="federaser",
                                                                    federaser=(store, WORK, 0.5))
         round_fn = kip_round(fed, WORK, k=3) if unlearn == "pod" else fedavg_round(fed, WORK, store)
-        return train_with_requests(fed, round_fn, init, rounds, schedule, test, method="m", checkpoint=checkpoint, **kw)
+        return train_with_requests(fed, round_fn, init, rounds, schedule, test, method="m", checkpoint=checkpoint,
+                                   checkpoint_every_s=0.0, **kw)
 
     ident = {"hash": "run-1", "description": {"run": 1}}
     go(4, (tmp_path / "c.pt", ident))  # stopped after round 3
@@ -315,3 +319,28 @@ def test_an_interrupted_run_resumes_to_the_same_numbers(tmp_path, unlearn):
     assert resumed.clusters == whole.clusters and resumed.served_accuracy == whole.served_accuracy
     assert [(q.round, q.client, q.rollback, q.replayed_rounds) for q in resumed.requests] == \
         [(q.round, q.client, q.rollback, q.replayed_rounds) for q in whole.requests]
+
+
+# --- the chapter: units, planning, data checks ---
+
+def test_a_plan_computes_nothing_assembles_and_blocks_missing_data():
+    cfg = dataclasses.replace(chapter.TINY, datasets=("mnist", "celeba"), metrics=("cosine",))
+    units = Units("deniability", "quick", 0, plan_only=True)
+    res = chapter.run(cfg, units=units)
+    summary = units.summary()
+    assert summary["computed"] == 0 and summary["not_run"] > 0
+    assert "T2/celeba-*" in summary["blocked"] and "celeba" in summary["blocked"]["T2/celeba-*"]
+    assert all(r["ours"] is None for r in res.tables["T2"]["rows"])
+    assert {c["outcome"] for c in res.claims if c["id"] != "theorem_31_sigma"} <= {"not run", "full mode only"}
+
+
+def test_finished_units_are_read_back_with_the_same_numbers(tmp_path):
+    cfg = dataclasses.replace(chapter.TINY, datasets=("mnist",), metrics=("cosine",))
+    first = chapter.run(cfg, units=Units("deniability", "quick", 0, folder=tmp_path))
+    again = Units("deniability", "quick", 0, folder=tmp_path)
+    second = chapter.run(cfg, units=again)
+    assert set(again.state.values()) == {"done"}
+    assert [c["value"] for c in first.claims] == [c["value"] for c in second.claims]
+    assert first.tables["T2"] == second.tables["T2"]
+    with pytest.raises(ValueError, match="defect must be one of"):
+        chapter.run(cfg, defect="retrain_everything")

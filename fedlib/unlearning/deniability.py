@@ -335,15 +335,16 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
                         unlearn: Literal["pod", "retrain", "federaser"] = "pod",
                         federaser: tuple[UpdateStore, LocalWork, float] | None = None,
                         reference: Sequence[Tensor] | None = None, checkpoint: tuple[Path, dict] | None = None,
-                        progress: bool = False) -> DeniabilityRun:
+                        checkpoint_every_s: float = 300.0, progress: bool = False) -> DeniabilityRun:
     """Train from ``init`` (w_0) for ``rounds`` rounds, serving ``schedule``'s requests at the start of their rounds.
 
     ``unlearn="pod"`` (k-IPfedAvg, A3): PoD if every stored cluster keeps ≥ ``x`` members, else roll back to the
     first violating round and replay. ``"retrain"`` (fedAvg_retrain, B1): replay every round from w_0 without
     the client. ``"federaser"`` (B2): FedEraser's calibration from the stored updates (``federaser``: the store,
     the local work and the calibration ratio), then training goes on. ``reference``: models to measure
-    ``served_distance`` against. ``checkpoint``: (path, identity) to save the state to after every round and
-    resume from (:mod:`fedlib.checkpoint`); the resumed run reaches the same numbers.
+    ``served_distance`` against. ``checkpoint``: (path, identity) to save the state to after a round once
+    ``checkpoint_every_s`` seconds have passed since the last save (FedEraser's state holds every client model of
+    every round), and to resume from (:mod:`fedlib.checkpoint`); the resumed run reaches the same numbers.
     """
     if unlearn == "pod" and (x is None or x < 1):
         raise ValueError(f"unlearn='pod' needs x >= 1, got x={x!r}")
@@ -367,6 +368,7 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
         from tqdm.auto import tqdm
         bar = tqdm(bar, desc=method, leave=False)
     w0 = init.clone()
+    saved = time.perf_counter()
     for r in bar:
         if r in schedule:
             client = schedule[r]
@@ -400,7 +402,8 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
         run.served_accuracy.append(run.accuracy[-1])
         if reference is not None:
             run.served_distance.append(_distance(theta, reference[r]))
-        if checkpoint is not None:
+        if checkpoint is not None and time.perf_counter() - saved >= checkpoint_every_s:
+            saved = time.perf_counter()
             checkpoint_io.save(checkpoint[0], checkpoint[1], {
                 "round": r + 1, "theta": theta, "active": active, "removed": removed, "accuracy": run.accuracy,
                 "models": run.models, "clusters": run.clusters, "spreads": run.spreads,
