@@ -344,3 +344,14 @@ def test_finished_units_are_read_back_with_the_same_numbers(tmp_path):
     assert first.tables["T2"] == second.tables["T2"]
     with pytest.raises(ValueError, match="defect must be one of"):
         chapter.run(cfg, defect="retrain_everything")
+
+
+def test_verification_reads_every_method_against_both_controls():
+    cfg = dataclasses.replace(chapter.TINY, verify_datasets=("mnist",))
+    rows = chapter._verification(cfg, "mnist", chapter._splits(cfg, "mnist", "quick"),
+                                 Units("deniability", "quick", 0), "quick", 0, None)
+    by = {r["model"]: r for r in rows}
+    assert set(by) == {"control: remembers", "control: forgot", *chapter.VERIFIED}
+    assert by["fedAvg_retrain"]["relative_params"] == 0.0  # fedAvg_retrain's model is the retrained one
+    assert by["control: forgot"]["relative_params"] == 1.0  # the floor
+    assert all(0.0 <= r["backdoor_success"] <= 1.0 and r["mia_auc"] is not None for r in rows)

@@ -48,6 +48,15 @@ from fedlib.unlearning.deniability import (
     train_with_requests,
 )
 from fedlib.unlearning.stage import Federation
+from fedlib.unlearning.verify import (
+    FORGOT,
+    REMEMBERS,
+    Controls,
+    Trigger,
+    forgotten_samples,
+    plant_backdoor,
+    verify_with_controls,
+)
 from fedlib.units import Units
 
 #: Tables 2-5: (dataset, partition) -> (fedAvg, fedEraser, {k: (mean, std over x)}) for accuracy; time tables:
@@ -132,6 +141,9 @@ class DeniabilityConfig:
     federaser_ratio: float = 0.5
     strict_delta: float | None = 1.0  # Δ of the strict mode (ours), fixed before training; None: not run
     strict_pair: tuple[int, int] = (10, 3)
+    verify_datasets: tuple[str, ...] = ("mnist",)  # the unlearning verification (Table 2's model, iid)
+    backdoor_fraction: float = 0.5  # of each forgotten client's samples, triggered and relabelled
+    verify_references: int = 1  # models trained without the forgotten clients beyond the two controls
     sim_trials: int = 300
 
 
@@ -139,7 +151,8 @@ QUICK = DeniabilityConfig()
 FULL = DeniabilityConfig(datasets=("mnist", "fashion_mnist", "cifar10", "celeba"), partitions=("iid", "noniid"),
                          model="lenet5", model_kwargs=(), second_model="resnet_mini", figure_model="convnet",
                          samples=None, test_images=None, normalize=False, rounds=50, local=LocalWork(3, 128, 0.02),
-                         probability=0.2, strict_delta=2.0, sim_trials=2000)
+                         probability=0.2, strict_delta=2.0, verify_datasets=("mnist", "fashion_mnist", "cifar10"),
+                         verify_references=2, sim_trials=2000)
 
 #: Deliberate defects for the falsification test: each must flip the central claim's verdict.
 DEFECTS = {"no_pod": "the server never denies: every request rolls back to the first round holding the client "
@@ -148,7 +161,7 @@ DEFECTS = {"no_pod": "the server never denies: every request rolls back to the f
 #: The smallest configuration whose central claim the defect test flips.
 TINY = DeniabilityConfig(model_kwargs=(("hidden", (16,)),), num_clients=20, samples=20, test_images=300, rounds=8,
                          local=LocalWork(1, 10, 0.05), probability=0.5, ks=(4, 10), xs=(2, 3), strict_delta=None,
-                         sim_trials=20)
+                         verify_datasets=(), sim_trials=20)
 
 
 def _settings(cfg: DeniabilityConfig, per_metric: bool, tables: tuple[str, ...] = tuple(TABLES),
@@ -238,6 +251,26 @@ LEDGER = [
              "≈", tables=("T2",), first_metric_only=True,
              note="ours: Δ fixed before training, every model projected to the Δ/2 ball around the broadcast model, "
                   "noise σΔ; the signal-to-noise ratio of the aggregate does not depend on Δ"),
+    *[Claim(id, paper, evidence, metric, direction, unit=unit, settings=settings, modes=modes, note=note)
+      for settings, modes, suffix in ((tuple(f"{d}-iid" for d in QUICK.verify_datasets), ("quick", "full"), ""),
+                                      (tuple(f"{d}-iid" for d in FULL.verify_datasets if d not in
+                                             QUICK.verify_datasets), ("full",), "_full"))
+      for id, paper, evidence, metric, direction, unit, note in (
+          ("pod_leaves_no_trace" + suffix, "The server can plausibly deny a client's participation: each aggregated "
+           "update can be associated with at least x client updates (Proof of Deniability), and models this close "
+           "are membership-inference equivalent", "abstract, §3.1, Conjecture 1",
+           "backdoor success on triggered test inputs: the model left in place by Proofs of Deniability (k = 10, "
+           "x = 3) − the negative control (retrained without the forgotten clients at another seed)", "≈",
+           "probability", "the forgotten clients carry a trigger relabelled to class 0; an auditor who finds it "
+           "working in the model knows they took part (Sommer et al. 2020's verification)"),
+          ("backdoor_separates_controls" + suffix, "ours: the backdoor tells a model that learned the forgotten "
+           "clients from one that never saw them", "(the verification's own check)",
+           "backdoor success, positive control (trained with them, never unlearned) − negative control", ">",
+           "probability", "a metric says something about forgetting only if it separates the controls"),
+          ("membership_attack_separates_controls" + suffix, "ours: a calibrated membership attack (offline LiRA) "
+           "tells the forgotten clients' samples apart in a model trained with them", "(the verification's own "
+           "check)", "attack AUC, positive control − negative control", ">", "auc",
+           "at this scale a membership attack may have no power; the backdoor is then what the verdicts rest on"))],
     Claim("fedavg_matches_paper", "fedAvg's test accuracy as in the paper's tables", "Tables 2-3",
           "final test accuracy of fedAvg_retrain − the paper's", "≈", settings=_settings(FULL, False, ("T2", "T3")),
           modes=("full",)),
@@ -370,7 +403,17 @@ def run(config: DeniabilityConfig = QUICK, *, mode: str = "quick", seed: int = 0
                 for ds in cfg.datasets if ds in splits for part in cfg.partitions]
     for v in variants:
         _run_variant(cfg, v, splits[v.dataset], pairs, units, mode, seed, defect, checkpoints, progress)
+    checks = {ds: _verification(cfg, ds, splits[ds], units, mode, seed, checkpoints)
+              for ds in cfg.verify_datasets if ds in splits}
     _tables(res, cfg, variants, pairs)
+    res.add_table("verification", "Unlearning verification: the forgotten clients carry a backdoor (a white square "
+                  "relabelled to class 0); each model beside a positive control (trained with them, never "
+                  "unlearned) and a negative control (retrained without them at another seed). Backdoor success on "
+                  "triggered test inputs, offline-LiRA membership attack (AUC, TPR at 1 % and 0.1 % FPR) and the "
+                  "loss-threshold AUC on their clean samples, distances to the retrained model relative to the "
+                  "negative control's", [{"setting": f"{ds}-iid", **row} for ds, rows in checks.items()
+                                          for row in (rows or [])])
+    _measure_verification(res, checks)
     _theory(res, cfg, seed, units)
     _measure(res, cfg, variants, pairs)
     res.evaluate(LEDGER)
@@ -468,6 +511,96 @@ def _run_variant(cfg: DeniabilityConfig, v: Variant, data: tuple[Split, Split], 
 
         unit("strict", {"method": "k-IPfedAvg strict", "k": k, "x": x, "metric": cfg.metrics[0],
                         "sigma": cfg.noise_multiplier, "delta": cfg.strict_delta}, strict, distance=False)
+
+
+#: the verification's models: row label -> (k, x) of a k-IPfedAvg run (None: a baseline)
+VERIFIED = {"fedAvg_retrain": None, "FedEraser": None, "k-IPfedAvg k=4, x=3 (PoD or rollback)": (4, 3),
+            "k-IPfedAvg k=10, x=3 (model left in place by PoDs)": (10, 3)}
+
+
+def _verification(cfg: DeniabilityConfig, dataset: str, data: tuple[Split, Split], units: Units, mode: str,
+                  seed: int, checkpoints: Path | None) -> list[dict] | None:
+    """What each method leaves of the forgotten clients (one unit): the clients that will ask to be forgotten carry
+    a backdoor; fedAvg_retrain, FedEraser and k-IPfedAvg (k = 4 and 10, x = 3, cosine) train and serve the
+    schedule; :func:`~fedlib.unlearning.verify.verify_with_controls` reads their final models against a positive
+    control (FedAvg with every client, never unlearned) and a negative one (FedAvg without the forgotten clients
+    from another seed), with further models trained without them as the membership attack's references."""
+    schedule = request_schedule(cfg.num_clients, cfg.rounds, cfg.probability,
+                                generator=make_generator(seed, "requests", dataset))
+    forgotten = sorted(schedule.values())
+    remaining = [c for c in range(cfg.num_clients) if c not in forgotten]
+    trigger = Trigger(target=0, value=float(data[0].x.max()))
+    spec = {"dataset": dataset, "subset": mode, "normalize": cfg.normalize, "model": cfg.model,
+            "model_kwargs": dict(cfg.model_kwargs), "clients": cfg.num_clients, "samples": cfg.samples,
+            "test_images": cfg.test_images, "rounds": cfg.rounds, "local": cfg.local, "schedule": sorted(schedule.items()),
+            "trigger": trigger, "fraction": cfg.backdoor_fraction, "references": cfg.verify_references,
+            "metric": cfg.metrics[0], "sigma": cfg.noise_multiplier, "ratio": cfg.federaser_ratio}
+    unit_id = f"verify/{dataset}-iid"
+
+    def compute() -> dict[str, Any]:
+        v = Variant("T2", dataset, "iid", cfg.model, dict(cfg.model_kwargs))
+        clean, test, init = _federation(cfg, *data, v, seed)
+        x, y, poisoned = plant_backdoor(clean.x, clean.y, forgotten, trigger, cfg.backdoor_fraction,
+                                        generator=make_generator(seed, "backdoor", dataset))
+        fed = Federation(clean.trainer, x, y, seed)
+        everyone = list(range(cfg.num_clients))
+
+        def without(offset: int) -> torch.Tensor:  # FedAvg without the forgotten clients from another seed
+            other = Federation(fed.trainer, x, y, seed + offset)
+            return fedavg_reference(other, cfg.local, get_flat(fresh_model(v.model, seed + offset, **v.model_kwargs)),
+                                    cfg.rounds, remaining)[-1]
+
+        def served(name: str, round_fn: Any, **kw: Any) -> torch.Tensor:
+            ckpt = checkpoint_path(checkpoints, "deniability", seed, f"{unit_id}/{name}")
+            ident = None if ckpt is None else (ckpt, identity(unit=unit_id, part=name, spec=spec, mode=mode, seed=seed))
+            return train_with_requests(fed, round_fn, init, cfg.rounds, schedule, test, method=name, checkpoint=ident,
+                                       **kw).params
+
+        store = UpdateStore(1)
+        models = {"fedAvg_retrain": fedavg_reference(fed, cfg.local, init, cfg.rounds, remaining)[-1],
+                  "FedEraser": served("FedEraser", fedavg_round(fed, cfg.local, store), unlearn="federaser",
+                                      federaser=(store, cfg.local, cfg.federaser_ratio))}
+        for name, kx in VERIFIED.items():
+            if kx is not None:
+                models[name] = served(name, kip_round(fed, cfg.local, k=kx[0], noise_multiplier=cfg.noise_multiplier,
+                                                      metric=cfg.metrics[0]), x=kx[1])
+        controls = Controls(remembers=fedavg_reference(fed, cfg.local, init, cfg.rounds, everyone)[-1],
+                            forgot=without(1000), retrained=models["fedAvg_retrain"],
+                            references=[without(1000 + i) for i in range(1, cfg.verify_references + 1)])
+        rows = verify_with_controls(fed, models, forgotten, remaining, controls, heldout=test, trigger=trigger,
+                                    members=forgotten_samples(fed, forgotten, keep=~poisoned),
+                                    generator=make_generator(seed, "verify", dataset))
+        return {"rows": rows}
+
+    out = units.run(unit_id, spec, compute)
+    return None if out is None else out["rows"]
+
+
+def _measure_verification(res: Results, checks: dict[str, list[dict] | None]) -> None:
+    """The verification claims of :data:`LEDGER` on every dataset verified."""
+    claims = {c.id: c for c in LEDGER}
+    pod = next(name for name, kx in VERIFIED.items() if kx == (10, 3))
+    for ds, rows in checks.items():
+        setting = f"{ds}-iid"
+        by = {r["model"]: r for r in rows or []}
+        remembers, forgot = by.get(REMEMBERS, {}), by.get(FORGOT, {})
+        for cid, value, detail in (
+                ("pod_leaves_no_trace", _diff(by.get(pod, {}), forgot, "backdoor_success"),
+                 f"backdoor success: PoD model {by.get(pod, {}).get('backdoor_success')}, controls remembers "
+                 f"{remembers.get('backdoor_success')} / forgot {forgot.get('backdoor_success')}"),
+                ("backdoor_separates_controls", _diff(remembers, forgot, "backdoor_success"),
+                 f"backdoor success: remembers {remembers.get('backdoor_success')}, forgot "
+                 f"{forgot.get('backdoor_success')}"),
+                ("membership_attack_separates_controls", _diff(remembers, forgot, "mia_auc"),
+                 f"attack AUC: remembers {remembers.get('mia_auc')}, forgot {forgot.get('mia_auc')}; TPR at 1 % FPR "
+                 f"{remembers.get('mia_tpr_at_1pct')} / {forgot.get('mia_tpr_at_1pct')}")):
+            for claim in (claims.get(cid), claims.get(f"{cid}_full")):
+                if claim is not None and setting in claim.settings and res.mode in claim.modes:
+                    res.measure(claim, value, detail, setting=setting)
+
+
+def _diff(a: dict[str, Any], b: dict[str, Any], key: str) -> float | None:
+    return None if a.get(key) is None or b.get(key) is None else a[key] - b[key]
 
 
 def _mean(values: list[float]) -> float:
