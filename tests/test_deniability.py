@@ -355,3 +355,23 @@ def test_verification_reads_every_method_against_both_controls():
     assert by["fedAvg_retrain"]["relative_params"] == 0.0  # fedAvg_retrain's model is the retrained one
     assert by["control: forgot"]["relative_params"] == 1.0  # the floor
     assert all(0.0 <= r["backdoor_success"] <= 1.0 and r["mia_auc"] is not None for r in rows)
+
+
+def test_federaser_calibrates_unequal_clients_with_their_own_step_counts(monkeypatch):
+    fed, test, init = make_unequal_fed()
+    seen = []
+    train = fed.trainer.train
+
+    def spy(*args, steps, **kw):
+        seen.append(steps)
+        return train(*args, steps=steps, **kw)
+
+    monkeypatch.setattr(fed.trainer, "train", spy)
+    store = UpdateStore(1)
+    run = train_with_requests(fed, fedavg_round(fed, WORK, store), init, 5, {3: 2}, test, method="e",
+                              unlearn="federaser", federaser=(store, WORK, 0.5))
+    sizes = [4, 9, 6, 12, 3, 8, 10, 5, 7, 11, 6, 9]
+    kept = [c for c in range(12) if c != 2]
+    assert [WORK.steps(n) for n in sizes] in seen  # a training round: E⌈n_i/B⌉ steps each
+    assert [max(1, math.ceil(0.5 * WORK.steps(sizes[c]))) for c in kept] in seen  # calibration: half of them
+    assert torch.isfinite(run.params).all()
