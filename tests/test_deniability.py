@@ -375,3 +375,13 @@ def test_federaser_calibrates_unequal_clients_with_their_own_step_counts(monkeyp
     assert [WORK.steps(n) for n in sizes] in seen  # a training round: E⌈n_i/B⌉ steps each
     assert [max(1, math.ceil(0.5 * WORK.steps(sizes[c]))) for c in kept] in seen  # calibration: half of them
     assert torch.isfinite(run.params).all()
+
+
+def test_the_chapter_runs_the_authors_quantity_skew():
+    cfg = dataclasses.replace(chapter.TINY, datasets=("mnist",), partitions=("noniid",), metrics=("cosine",),
+                              num_clients=50, samples=8, rounds=4)
+    res = chapter.run(cfg)
+    rows = [r for r in res.tables["T2"]["rows"] if r["setting"] == "mnist-noniid"]
+    assert rows and all(r["ours"] is not None and 0 <= r["ours"] <= 1 for r in rows)
+    fed, _, _ = chapter.chapter_federation(cfg, "mnist", seed=0, partition="noniid")
+    assert (fed.y == PAD).sum(1).tolist() == [max(noniid_sizes(400)) - n for n in noniid_sizes(400)]
