@@ -3,24 +3,31 @@ small synthetic federations (tests only; the chapter runs on real MNIST / Fashio
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 import torch
 from torch import nn
 
-from fedlib.fl.batched import BatchedClients
+from fedlib.data.datasets import Split
+from fedlib.experiments import deniability as chapter
+from fedlib.fl.batched import PAD, BatchedClients, stack_padded
 from fedlib.fl.params import get_flat
 from fedlib.rng import make_generator
+from fedlib.unlearning.baselines import UpdateStore
 from fedlib.unlearning.deniability import (
+    NONIID_SIZES,
     LocalWork,
     constrained_clusters,
     distance_matrix,
     eps_rdp,
     eq15_epsilon,
+    fedavg_reference,
     fedavg_round,
     kip_aggregate,
     kip_round,
+    noniid_sizes,
     pod_violation,
     proof_of_deniability,
     request_schedule,
@@ -30,6 +37,7 @@ from fedlib.unlearning.deniability import (
     train_with_requests,
 )
 from fedlib.unlearning.stage import Federation
+from fedlib.units import Units
 
 WORK = LocalWork(1, 5, 0.2)
 
@@ -42,6 +50,16 @@ def make_fed(num_clients: int = 12, n: int = 10) -> tuple[Federation, tuple, tor
     model = nn.Sequential(nn.Flatten(), nn.Linear(16, 3))
     fed = Federation(BatchedClients(model), x, y, 0)
     return fed, (x.reshape(-1, 1, 4, 4), y.reshape(-1)), get_flat(model)
+
+
+def make_unequal_fed(sizes=(4, 9, 6, 12, 3, 8, 10, 5, 7, 11, 6, 9)) -> tuple[Federation, tuple, torch.Tensor]:
+    gen = torch.Generator().manual_seed(8)
+    n = sum(sizes)
+    split = Split(torch.randn(n, 1, 4, 4, generator=gen), torch.randint(0, 3, (n,), generator=gen), 3)
+    x, y, _ = stack_padded(split, list(torch.split(torch.arange(n), list(sizes))))
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16, 3))
+    return Federation(BatchedClients(model), x, y, 0), (split.x, split.y), get_flat(model)
 
 
 def test_k1_without_noise_is_fedavg():
@@ -108,7 +126,7 @@ def test_rowwise_distance_matches_the_definition():
     d = distance_matrix(torch.stack([a, b]), "rowwise_l2", shapes)
     rows = [torch.linalg.vector_norm(a[3 * i:3 * i + 3] - b[3 * i:3 * i + 3] + 1e-6) for i in range(2)]
     bias = torch.linalg.vector_norm(a[6:] - b[6:] + 1e-6)
-    assert float(d[1, 0]) == pytest.approx(float((rows[0] + rows[1] + bias) / 3), rel=1e-6)
+    assert float(d[0, 1]) == pytest.approx(float((rows[0] + rows[1] + bias) / 3), rel=1e-6)  # D[i, j] = ‖w_i − w_j + ε‖
     with pytest.raises(ValueError, match="metric"):
         distance_matrix(torch.stack([a, b]), "manhattan")
 
@@ -197,3 +215,173 @@ def test_bad_inputs_are_named():
     with pytest.raises(ValueError, match="x >= 1"):
         train_with_requests(fed, kip_round(fed, WORK, k=3), init, 2, {}, test, method="kip")
     assert math.isfinite(WORK.steps(10))
+
+
+def test_rowwise_distance_by_gram_matrices_equals_the_loop_over_rows():
+    model = nn.Sequential(nn.Conv2d(2, 3, 3), nn.Flatten(), nn.Linear(12, 4))
+    shapes = [p.shape for p in model.parameters()]
+    models = torch.randn(5, sum(p.numel() for p in model.parameters()), generator=torch.Generator().manual_seed(4))
+    got = distance_matrix(models, "rowwise_l2", shapes)
+    want = torch.zeros(5, 5, dtype=torch.float64)
+    for i in range(5):
+        for j in range(5):
+            dists = []
+            for a, b, shape in zip(torch.split(models[i].double(), [math.prod(s) for s in shapes]),
+                                   torch.split(models[j].double(), [math.prod(s) for s in shapes]), shapes):
+                rows = (a - b + 1e-6).reshape(-1, shape[-1]) if len(shape) >= 2 else (a - b + 1e-6).reshape(1, -1)
+                dists.append(torch.linalg.vector_norm(rows, dim=1))
+            want[i, j] = 0.0 if i == j else torch.cat(dists).mean()
+    assert torch.allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+def test_strict_mode_bounds_every_member_and_noises_with_delta():
+    center = torch.zeros(20_000)
+    models = torch.randn(4, 20_000, generator=torch.Generator().manual_seed(5))  # norms ≈ 141 ≫ Δ/2
+    out = kip_aggregate(models, [0, 1, 2, 3], [1] * 4, k=4, noise_multiplier=0.5, metric="cosine",
+                        generator=torch.Generator().manual_seed(6), strict_delta=2.0, center=center,
+                        record_representatives=True)
+    projected = models[out.representatives[0]] / torch.linalg.vector_norm(models[out.representatives[0]])
+    z = (out.params - projected) / (0.5 * 2.0)  # the member moved onto the ball of radius Δ/2 = 1, noise σΔ
+    assert abs(float(z.mean())) < 0.02 and abs(float(z.std()) - 1) < 0.02
+    inside = torch.full((4, 20_000), 1e-3)
+    kept = kip_aggregate(inside, [0, 1, 2, 3], [1] * 4, k=4, noise_multiplier=0.0, metric="cosine",
+                         generator=torch.Generator().manual_seed(6), strict_delta=2.0, center=center)
+    assert torch.allclose(kept.params, inside[0])  # models inside the ball are not moved
+    with pytest.raises(ValueError, match="center"):
+        kip_aggregate(models, [0, 1, 2, 3], [1] * 4, k=4, noise_multiplier=0.5, metric="cosine",
+                      generator=torch.Generator(), strict_delta=2.0)
+
+
+def test_noniid_sizes_follow_the_authors_list():
+    assert sum(NONIID_SIZES) == 59_374 and len(NONIID_SIZES) == 50
+    mnist = noniid_sizes(60_000)
+    assert mnist[:-1] == list(NONIID_SIZES[:-1]) and mnist[-1] == 455 + 626  # the last client takes the rest
+    cifar = noniid_sizes(50_000)
+    assert sum(cifar) == 50_000 and cifar[0] == round(475 * 50_000 / 59_374)
+    with pytest.raises(ValueError, match="50 clients"):
+        noniid_sizes(1000, 20)
+
+
+def test_fedavg_weights_unequal_clients_by_their_sizes():
+    fed, _, init = make_unequal_fed()
+    active = [0, 3, 4, 9]
+    new, _, _ = fedavg_round(fed, WORK)(0, init, active)
+    sizes = torch.tensor([4.0, 12.0, 3.0, 11.0])
+    local = torch.stack([fed.trainer.train(init, fed.x[[c]][:, :int(n)], fed.y[[c]][:, :int(n)],
+                                           steps=WORK.steps(int(n)), batch_size=WORK.batch_size, lr=WORK.lr,
+                                           generators=[make_generator(0, "train", 0, c)])[0]
+                         for c, n in zip(active, sizes)])
+    assert torch.allclose(new, (sizes.unsqueeze(1) * local).sum(0) / sizes.sum(), atol=1e-6)
+    out = kip_round(fed, WORK, k=2, noise_multiplier=0.0)(0, init, active)
+    assert len(out[1]) == 2 and (fed.y[active] == PAD).any()
+
+
+def test_fedavg_retrains_history_is_fedavg_on_the_remaining_clients():
+    fed, test, init = make_fed()
+    schedule = {2: 7, 4: 1}
+    run = train_with_requests(fed, fedavg_round(fed, WORK), init, 6, schedule, test, method="r", unlearn="retrain")
+    reference = fedavg_reference(fed, WORK, init, 6, [c for c in range(12) if c not in (1, 7)])
+    assert all(torch.equal(a, b) for a, b in zip(run.models, reference))
+
+
+def test_served_accuracy_keeps_what_was_served_and_distance_is_to_the_reference():
+    fed, test, init = make_fed()
+    round_fn = kip_round(fed, WORK, k=3)
+    reference = fedavg_reference(fed, WORK, init, 5, list(range(12)))
+    run = train_with_requests(fed, round_fn, init, 5, {4: 2}, test, method="kip", x=3, reference=reference)
+    assert not run.requests[0].denied  # the replay rewrote the history of rounds t0..3, not what was served
+    t0 = run.requests[0].rollback
+    plain = train_with_requests(fed, round_fn, init, 4, {}, test, method="kip", x=3)
+    assert run.served_accuracy[:4] == plain.accuracy and run.served_accuracy[4] == run.accuracy[4]
+    assert run.accuracy[t0:4] != plain.accuracy[t0:4]
+    assert run.served_distance[4] == pytest.approx(float(torch.linalg.vector_norm((run.models[4] - reference[4])
+                                                                                  .double())))
+
+
+@pytest.mark.parametrize("unlearn", ["pod", "federaser"])
+def test_an_interrupted_run_resumes_to_the_same_numbers(tmp_path, unlearn):
+    fed, test, init = make_fed()
+    schedule = {2: 5, 3: 9, 5: 0}
+
+    def go(rounds, checkpoint=None):
+        store = UpdateStore(1)
+        kw = dict(x=3, unlearn="pod") if unlearn == "pod" else dict(unlearn="federaser",
+                                                                   federaser=(store, WORK, 0.5))
+        round_fn = kip_round(fed, WORK, k=3) if unlearn == "pod" else fedavg_round(fed, WORK, store)
+        return train_with_requests(fed, round_fn, init, rounds, schedule, test, method="m", checkpoint=checkpoint,
+                                   checkpoint_every_s=0.0, **kw)
+
+    ident = {"hash": "run-1", "description": {"run": 1}}
+    go(4, (tmp_path / "c.pt", ident))  # stopped after round 3
+    resumed = go(6, (tmp_path / "c.pt", ident))
+    whole = go(6)
+    assert all(torch.equal(a, b) for a, b in zip(resumed.models, whole.models)) and len(resumed.models) == 6
+    assert resumed.clusters == whole.clusters and resumed.served_accuracy == whole.served_accuracy
+    assert [(q.round, q.client, q.rollback, q.replayed_rounds) for q in resumed.requests] == \
+        [(q.round, q.client, q.rollback, q.replayed_rounds) for q in whole.requests]
+
+
+# --- the chapter: units, planning, data checks ---
+
+def test_a_plan_computes_nothing_assembles_and_blocks_missing_data():
+    cfg = dataclasses.replace(chapter.TINY, datasets=("mnist", "celeba"), metrics=("cosine",))
+    units = Units("deniability", "quick", 0, plan_only=True)
+    res = chapter.run(cfg, units=units)
+    summary = units.summary()
+    assert summary["computed"] == 0 and summary["not_run"] > 0
+    assert "T2/celeba-*" in summary["blocked"] and "celeba" in summary["blocked"]["T2/celeba-*"]
+    assert all(r["ours"] is None for r in res.tables["T2"]["rows"])
+    assert {c["outcome"] for c in res.claims if c["id"] != "theorem_31_sigma"} <= {"not run", "full mode only"}
+
+
+def test_finished_units_are_read_back_with_the_same_numbers(tmp_path):
+    cfg = dataclasses.replace(chapter.TINY, datasets=("mnist",), metrics=("cosine",))
+    first = chapter.run(cfg, units=Units("deniability", "quick", 0, folder=tmp_path))
+    again = Units("deniability", "quick", 0, folder=tmp_path)
+    second = chapter.run(cfg, units=again)
+    assert set(again.state.values()) == {"done"}
+    assert [c["value"] for c in first.claims] == [c["value"] for c in second.claims]
+    assert first.tables["T2"] == second.tables["T2"]
+    with pytest.raises(ValueError, match="defect must be one of"):
+        chapter.run(cfg, defect="retrain_everything")
+
+
+def test_verification_reads_every_method_against_both_controls():
+    cfg = dataclasses.replace(chapter.TINY, verify_datasets=("mnist",))
+    rows = chapter._verification(cfg, "mnist", chapter._splits(cfg, "mnist", "quick"),
+                                 Units("deniability", "quick", 0), "quick", 0, None)
+    by = {r["model"]: r for r in rows}
+    assert set(by) == {"control: remembers", "control: forgot", *chapter.VERIFIED}
+    assert by["fedAvg_retrain"]["relative_params"] == 0.0  # fedAvg_retrain's model is the retrained one
+    assert by["control: forgot"]["relative_params"] == 1.0  # the floor
+    assert all(0.0 <= r["backdoor_success"] <= 1.0 and r["mia_auc"] is not None for r in rows)
+
+
+def test_federaser_calibrates_unequal_clients_with_their_own_step_counts(monkeypatch):
+    fed, test, init = make_unequal_fed()
+    seen = []
+    train = fed.trainer.train
+
+    def spy(*args, steps, **kw):
+        seen.append(steps)
+        return train(*args, steps=steps, **kw)
+
+    monkeypatch.setattr(fed.trainer, "train", spy)
+    store = UpdateStore(1)
+    run = train_with_requests(fed, fedavg_round(fed, WORK, store), init, 5, {3: 2}, test, method="e",
+                              unlearn="federaser", federaser=(store, WORK, 0.5))
+    sizes = [4, 9, 6, 12, 3, 8, 10, 5, 7, 11, 6, 9]
+    kept = [c for c in range(12) if c != 2]
+    assert [WORK.steps(n) for n in sizes] in seen  # a training round: E⌈n_i/B⌉ steps each
+    assert [max(1, math.ceil(0.5 * WORK.steps(sizes[c]))) for c in kept] in seen  # calibration: half of them
+    assert torch.isfinite(run.params).all()
+
+
+def test_the_chapter_runs_the_authors_quantity_skew():
+    cfg = dataclasses.replace(chapter.TINY, datasets=("mnist",), partitions=("noniid",), metrics=("cosine",),
+                              num_clients=50, samples=8, rounds=4)
+    res = chapter.run(cfg)
+    rows = [r for r in res.tables["T2"]["rows"] if r["setting"] == "mnist-noniid"]
+    assert rows and all(r["ours"] is not None and 0 <= r["ours"] <= 1 for r in rows)
+    fed, _, _ = chapter.chapter_federation(cfg, "mnist", seed=0, partition="noniid")
+    assert (fed.y == PAD).sum(1).tolist() == [max(noniid_sizes(400)) - n for n in noniid_sizes(400)]

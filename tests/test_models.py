@@ -20,6 +20,17 @@ def test_chapter4_models():  # spec card ch4 §9 check 12
     assert num_parameters(mlp_cifar100) == 5_348_452
 
 
+@pytest.mark.parametrize("name,kwargs,count", [  # seed 003 spec card §4 (the authors' code)
+    ("convnet", {}, 186_692), ("convnet", dict(in_channels=3, side=32), 253_612),
+    ("lenet5", {}, 51_902), ("lenet5", dict(in_channels=3, side=32), 73_322),
+    ("resnet_mini", {}, 17_986), ("resnet_mini", dict(in_channels=3, side=32), 22_874)])
+def test_deniability_models(name, kwargs, count):
+    model = build_model(name, generator=make_generator(0), **kwargs)
+    side = kwargs.get("side", 28)
+    assert num_parameters(model) == count
+    assert model(torch.zeros(2, kwargs.get("in_channels", 1), side, side)).shape == (2, 10)
+
+
 @pytest.mark.parametrize("name,shape", [("mlp", (4, 1, 28, 28)), ("cnn_mnist", (4, 1, 28, 28)),
                                         ("cnn_cifar", (4, 3, 32, 32))])
 def test_forward_shapes(name, shape):

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from fedlib.data import class_per_client, dirichlet, iid, partition, repeated, shards, unequal
+from fedlib.data import class_per_client, dirichlet, iid, partition, repeated, shards, sized, unequal
 from fedlib.rng import make_generator
 
 LABELS = torch.arange(1000) % 10  # 100 per class
@@ -65,6 +65,16 @@ def test_unequal_sizes_vary_and_zero_sigma_is_equal():
     sizes = [len(p) for p in unequal(LABELS, 10, generator=gen(), sigma=1.5)]
     assert max(sizes) > 2 * min(sizes)
     assert {len(p) for p in unequal(LABELS, 10, generator=gen(), sigma=0.0)} == {100}
+
+
+def test_sized_clients_hold_their_sizes_disjointly():
+    sizes = [5, 300, 17, 78]
+    parts = sized(LABELS, 4, generator=gen(), sizes=sizes)
+    assert [len(p) for p in parts] == sizes
+    assert len(torch.unique(torch.cat(parts))) == sum(sizes)
+    assert all(torch.equal(a, b) for a, b in zip(parts, sized(LABELS, 4, generator=gen(), sizes=sizes)))
+    with pytest.raises(ValueError, match="sizes must be 4 positive ints"):
+        sized(LABELS, 4, generator=gen(), sizes=[500, 500, 1, 1])
 
 
 def test_repetition_thesis_mnist_x10():

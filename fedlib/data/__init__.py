@@ -21,6 +21,7 @@ from fedlib.data.partition import (
     partition,
     repeated,
     shards,
+    sized,
     unequal,
 )
 
@@ -28,5 +29,5 @@ __all__ = [
     "DATASETS", "FULL_SIZES", "QUICK_SUBSETS", "DatasetIncompleteError", "DatasetNotFoundError", "Split", "data_root",
     "load_dataset", "pixel_source", "quick_indices",
     "PARTITIONERS", "class_per_client", "class_shards", "dirichlet", "iid", "partition", "repeated", "shards",
-    "unequal",
+    "sized", "unequal",
 ]

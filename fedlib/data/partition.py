@@ -184,6 +184,19 @@ def unequal(labels: Tensor, num_clients: int, *, generator: torch.Generator, sig
     return [part.clone() for part in torch.split(perm, sizes.tolist())]
 
 
+def sized(labels: Tensor, num_clients: int, *, generator: torch.Generator, sizes: Sequence[int]) -> Partition:
+    """Quantity skew: IID samples dealt into clients of the given ``sizes`` (a random split of a shuffled order,
+    as ``torch.utils.data.random_split`` in seed 003's code); labels stay random."""
+    n = len(labels)
+    _check_clients(num_clients, n)
+    sizes = [int(s) for s in sizes]
+    if len(sizes) != num_clients or min(sizes) < 1 or sum(sizes) > n:
+        raise ValueError(f"sizes must be {num_clients} positive ints summing to at most {n}, got {len(sizes)} "
+                         f"sizes summing to {sum(sizes)} (smallest {min(sizes, default=None)})")
+    perm = torch.randperm(n, generator=generator)
+    return [part.clone() for part in torch.split(perm[:sum(sizes)], sizes)]
+
+
 def _shuffled_pools(labels: Tensor, generator: torch.Generator) -> tuple[Tensor, list[Tensor]]:
     classes = torch.unique(labels)
     pools = [torch.nonzero(labels == c).flatten() for c in classes.tolist()]
@@ -251,7 +264,7 @@ def fixed_size(labels: Tensor, num_clients: int, *, generator: torch.Generator, 
 PARTITIONERS: dict[str, Callable[..., Partition]] = {
     "iid": iid, "shards": shards, "class_shards": class_shards, "dirichlet": dirichlet,
     "class_per_client": class_per_client, "unequal": unequal, "fixed_size": fixed_size,
-    "by_counts": by_counts,
+    "by_counts": by_counts, "sized": sized,
 }
 
 

@@ -105,16 +105,19 @@ def mlp_clipped_gradient_sum(linears: list[nn.Linear], x: Tensor, y: Tensor, cli
 
 
 @torch.no_grad()
-def batched_mlp_grads(weights: list[Tensor], biases: list[Tensor], x: Tensor, y: Tensor) -> list[Tensor]:
+def batched_mlp_grads(weights: list[Tensor], biases: list[Tensor], x: Tensor, y: Tensor,
+                      sample_weights: Tensor | None = None) -> list[Tensor]:
     """:func:`mlp_cross_entropy_grads` for m MLPs at once, each on its own batch (eqs. 2.1-2.10 with a leading
     client dimension: one batched matrix product per layer instead of m small ones).
 
     Args:
         weights, biases: per layer, (m, out, in) and (m, out).
         x: (m, B, ...) inputs, flattened per sample; y: (m, B) labels.
+        sample_weights: (m, B) weights of the per-sample losses (padded batches of unequal clients: 1/b_i on a
+            client's b_i real samples, 0 on padding); None: the mean over B.
 
     Returns:
-        The gradients of each MLP's mean cross-entropy, (w_1, b_1, w_2, ...) with a leading m dimension.
+        The gradients of each MLP's (weighted) mean cross-entropy, (w_1, b_1, w_2, ...) with a leading m dimension.
     """
     m, b = y.shape
     inputs, pre = [x.reshape(m, b, -1)], []
@@ -125,7 +128,10 @@ def batched_mlp_grads(weights: list[Tensor], biases: list[Tensor], x: Tensor, y:
             inputs.append(torch.relu(z))
     dz = torch.softmax(pre[-1], dim=-1)
     dz.scatter_add_(-1, y.unsqueeze(-1), torch.full((m, b, 1), -1.0, dtype=dz.dtype, device=dz.device))  # a_K − Y (2.6)
-    dz.div_(b)
+    if sample_weights is None:
+        dz.div_(b)
+    else:
+        dz.mul_(sample_weights.to(dz.dtype).unsqueeze(-1))
     grads: list[Tensor] = []
     for k in range(len(weights) - 1, -1, -1):
         grads = [torch.bmm(dz.transpose(1, 2), inputs[k]), dz.sum(1)] + grads  # (2.8), (2.9)

@@ -5,7 +5,9 @@ Python overhead per client step, not arithmetic. :class:`BatchedClients` runs on
 clients in a single vmapped gradient call (for a linear model that is one batched matrix product), so a round
 costs about as much as one client step of :class:`~fedlib.fl.client.LocalTrainer`. Every client draws its
 mini-batches from its own generator, so a client's local model does not depend on who else was sampled.
-Clients hold equal numbers of samples, stacked as ``(M, n, ...)`` tensors (:func:`stack_clients`).
+Clients are stacked as ``(M, n, ...)`` tensors: equal numbers of samples (:func:`stack_clients`), or unequal ones
+(quantity skew) padded to the largest client with label :data:`PAD` (:func:`stack_padded`); a padded client trains
+on its own samples only, as it would alone.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from torch.func import functional_call, grad, vmap
 from fedlib.data.datasets import Split
 from fedlib.fl.backprop import batched_mlp_grads, mlp_linears
 
+#: the label of padding entries in :func:`stack_padded`'s ``y``
+PAD = -1
+
 
 def stack_clients(data: Split, clients: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
     """Client data as ``x`` (M, n, C, H, W) and ``y`` (M, n); every client must hold the same n samples."""
@@ -29,6 +34,24 @@ def stack_clients(data: Split, clients: Sequence[Tensor]) -> tuple[Tensor, Tenso
         raise ValueError(f"batched clients need equal client sizes, got sizes from {sizes[0]} to {sizes[-1]}")
     index = torch.stack([c.long() for c in clients])
     return data.x[index], data.y[index]
+
+
+def stack_padded(data: Split, clients: Sequence[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+    """Clients of unequal sizes as ``x`` (M, n_max, ...) and ``y`` (M, n_max), each client's samples first and
+    then padding (its first sample's pixels, label :data:`PAD`), and the sizes n_i (M,)."""
+    sizes = torch.tensor([len(c) for c in clients])
+    if len(clients) == 0 or int(sizes.min()) < 1:
+        raise ValueError(f"every client needs at least one sample, got sizes {sizes.tolist()}")
+    n = int(sizes.max())
+    index = torch.stack([torch.cat([c.long(), c[:1].long().repeat(n - len(c))]) for c in clients])
+    x, y = data.x[index], data.y[index].clone()
+    y[torch.arange(n) >= sizes.unsqueeze(1)] = PAD
+    return x, y, sizes
+
+
+def client_sizes(y: Tensor) -> Tensor:
+    """n_i of every client of a stacked ``y`` (M, n): its entries that are not :data:`PAD`."""
+    return (y != PAD).sum(1)
 
 
 class BatchedClients:
@@ -48,7 +71,11 @@ class BatchedClients:
         def loss(params: dict[str, Tensor], x: Tensor, y: Tensor) -> Tensor:
             return F.cross_entropy(functional_call(model, params, (x,)), y)
 
+        def weighted(params: dict[str, Tensor], x: Tensor, y: Tensor, w: Tensor) -> Tensor:
+            return (F.cross_entropy(functional_call(model, params, (x,)), y, reduction="none") * w).sum()
+
         self._grads = vmap(grad(loss))
+        self._weighted_grads = vmap(grad(weighted))
         self.mlp = mlp_linears(model) is not None and len(self.names) == len(list(model.parameters()))
 
     def _unflatten(self, flat: Tensor) -> dict[str, Tensor]:
@@ -58,23 +85,26 @@ class BatchedClients:
     def _flatten(self, params: dict[str, Tensor]) -> Tensor:
         return torch.cat([params[n].reshape(params[n].shape[0], -1) for n in self.names], dim=1)
 
-    def _gradients(self, theta: Tensor, x: Tensor, y: Tensor) -> Tensor:
-        """Each client's mean cross-entropy gradient (m, d) at its own parameters theta (m, d)."""
+    def _gradients(self, theta: Tensor, x: Tensor, y: Tensor, w: Tensor | None = None) -> Tensor:
+        """Each client's mean cross-entropy gradient (m, d) at its own parameters theta (m, d); with sample
+        weights ``w`` (m, b), the gradient of Σ_j w_j ℓ_j instead."""
         params = self._unflatten(theta)
         if not self.mlp:
-            return self._flatten(self._grads(params, x, y))
+            return self._flatten(self._grads(params, x, y) if w is None else self._weighted_grads(params, x, y, w))
         tensors = [params[n] for n in self.names]
-        return self._flatten(dict(zip(self.names, batched_mlp_grads(tensors[0::2], tensors[1::2], x, y))))
+        return self._flatten(dict(zip(self.names, batched_mlp_grads(tensors[0::2], tensors[1::2], x, y, w))))
 
-    def train(self, start: Tensor, x: Tensor, y: Tensor, *, steps: int | None = None, epochs: int | None = None,
-              batch_size: int, lr: float, momentum: float = 0.0, adam: bool = False,
+    def train(self, start: Tensor, x: Tensor, y: Tensor, *, steps: int | Sequence[int] | None = None,
+              epochs: int | None = None, batch_size: int, lr: float, momentum: float = 0.0, adam: bool = False,
               generators: Sequence[torch.Generator]) -> Tensor:
         """Local models after local training from ``start`` (SIFU's LocalWork, spec card A0; FLZ's LocalTrain).
 
         Args:
             start: flat start model (d,), the same for every client.
-            x, y: the clients' samples, (m, n, ...) and (m, n).
-            steps: K local steps, each on min(B, n) samples drawn without replacement (B ≥ n: full-batch GD);
+            x, y: the clients' samples, (m, n, ...) and (m, n); clients of unequal sizes padded with label
+                :data:`PAD` (:func:`stack_padded`) each train on their own n_i samples, as they would alone.
+            steps: K local steps, each on min(B, n) samples drawn without replacement (B ≥ n: full-batch GD), or
+                one K_i per client (unequal clients stop after their own K_i steps);
             epochs: or E passes over a fresh shuffle of each client's samples in batches of B (the last one
                 smaller). Give exactly one of the two.
             batch_size: B.
@@ -93,6 +123,14 @@ class BatchedClients:
             raise ValueError(f"need one generator per client: {m} clients, {len(generators)} generators")
         if start.numel() != self.dim:
             raise ValueError(f"start has {start.numel()} entries, the model has {self.dim} parameters")
+        sizes = client_sizes(y)
+        per_client = steps is not None and not isinstance(steps, int)
+        if per_client and len(steps) != m:
+            raise ValueError(f"steps per client: {m} clients, {len(steps)} step counts")
+        if per_client or bool((sizes != n).any()):
+            if adam:
+                raise ValueError("adam=True needs clients of equal sizes and one step count")
+            return self._train_unequal(start, x, y, sizes, steps, epochs, batch_size, lr, momentum, generators)
         theta = start.detach().reshape(1, -1).repeat(m, 1)
         velocity = torch.zeros_like(theta) if momentum > 0 or adam else None
         second = torch.zeros_like(theta) if adam else None
@@ -113,6 +151,50 @@ class BatchedClients:
             theta = theta - lr * g
         return theta
 
+    def _train_unequal(self, start: Tensor, x: Tensor, y: Tensor, sizes: Tensor, steps: int | Sequence[int] | None,
+                       epochs: int | None, batch_size: int, lr: float, momentum: float,
+                       generators: Sequence[torch.Generator]) -> Tensor:
+        """:meth:`train` for clients of unequal sizes or step counts: every step, each client that has steps left
+        takes its own batch (padded to the longest with weight 0, its b_i samples weighted 1/b_i); the others
+        stand still."""
+        m = len(sizes)
+        theta = start.detach().reshape(1, -1).repeat(m, 1)
+        velocity = torch.zeros_like(theta) if momentum > 0 else None
+        plans = [self._client_batches(int(sizes[i]), steps if steps is None or isinstance(steps, int) else
+                                      int(steps[i]), epochs, batch_size, generators[i]) for i in range(m)]
+        for s in range(max((len(p) for p in plans), default=0)):
+            moving = [i for i, p in enumerate(plans) if s < len(p)]
+            batch = [plans[i][s] for i in moving]
+            width = max(len(b) for b in batch)
+            idx = torch.zeros(len(moving), width, dtype=torch.long)
+            w = torch.zeros(len(moving), width, dtype=theta.dtype)
+            for j, b in enumerate(batch):
+                idx[j, :len(b)] = b
+                w[j, :len(b)] = 1.0 / len(b)
+            rows = torch.tensor(moving, device=y.device)
+            idx = idx.to(y.device)
+            g = self._gradients(theta[rows], x[rows.unsqueeze(1), idx], y[rows.unsqueeze(1), idx],
+                                w.to(theta.device))  # idx < n_i: never a padding entry
+            if velocity is not None:
+                velocity[rows] = velocity[rows] * momentum + g
+                g = velocity[rows]
+            theta[rows] = theta[rows] - lr * g
+        return theta
+
+    @staticmethod
+    def _client_batches(n: int, steps: int | None, epochs: int | None, batch_size: int,
+                        generator: torch.Generator) -> list[Tensor]:
+        """One client's batch indices, step by step, drawn from its generator exactly as :meth:`_batches` draws
+        them for a client trained alone."""
+        if steps is not None:
+            return [torch.arange(n) if batch_size >= n else torch.randperm(n, generator=generator)[:batch_size]
+                    for _ in range(steps)]
+        out = []
+        for _ in range(epochs):
+            order = torch.randperm(n, generator=generator)
+            out += [order[s:s + batch_size] for s in range(0, n, batch_size)]
+        return out
+
     @staticmethod
     def _batches(n: int, steps: int | None, epochs: int | None, batch_size: int,
                  generators: Sequence[torch.Generator]) -> Iterator[Tensor | None]:
@@ -129,11 +211,16 @@ class BatchedClients:
 
     @torch.no_grad()
     def accuracy(self, params: Tensor, x: Tensor, y: Tensor) -> Tensor:
-        """Accuracy of flat ``params`` (d,) on each client's samples: a tensor (M,) for x (M, n, ...), y (M, n)."""
+        """Accuracy of flat ``params`` (d,) on each client's samples: a tensor (M,) for x (M, n, ...), y (M, n)
+        (padding, label :data:`PAD`, is not counted)."""
         flat = params.reshape(1, -1)
         logits = functional_call(self.model, {k: v[0] for k, v in self._unflatten(flat).items()},
                                  (x.reshape(-1, *x.shape[2:]),))
-        return (logits.argmax(1) == y.reshape(-1)).reshape(y.shape).float().mean(1)
+        hits = (logits.argmax(1) == y.reshape(-1)).reshape(y.shape).float()
+        sizes = client_sizes(y)
+        if bool((sizes == y.shape[1]).all()):
+            return hits.mean(1)
+        return hits.sum(1) / sizes.to(hits.dtype)
 
     @torch.no_grad()
     def losses(self, params: Tensor, x: Tensor, y: Tensor) -> Tensor:

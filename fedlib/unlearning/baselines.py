@@ -177,13 +177,15 @@ class UpdateStore:
 
 
 def federaser_calibrate(fed: Federation, start: Tensor, store: UpdateStore, forgotten: Sequence[int], *,
-                        steps: int, batch_size: int, lr: float, momentum: float, stream: str
+                        steps: int | Sequence[int], batch_size: int, lr: float, momentum: float, stream: str
                         ) -> tuple[Tensor, int, int]:
     """FedEraser's reconstruction (Liu et al. 2021, Alg. 1, as in its public code): from θ_0^0, replay the retained
     rounds without the forgotten clients. The first retained round applies the stored mean update of its
     remaining clients as it is; at every later one they train ``calibration_ratio`` of the local steps from the
     calibrated model M̃, and each layer L moves by the stored update's norm in the new update's direction,
     M̃[L] ← M̃[L] + ‖U_old[L]‖₂ · U_new[L]/‖U_new[L]‖₂ (U: the mean update of the round's remaining clients).
+
+    ``steps``: the calibration's local steps, one count for all, or one per client id (clients of unequal sizes).
 
     Returns:
         The calibrated model, the calibration rounds and the client trainings they cost.
@@ -201,8 +203,9 @@ def federaser_calibrate(fed: Federation, start: Tensor, store: UpdateStore, forg
         else:
             chosen = [clients[j] for j in keep]
             gens = [make_generator(fed.seed, stream, n, c) for c in chosen]
-            local = fed.trainer.train(theta, fed.x[chosen], fed.y[chosen], steps=steps, batch_size=batch_size,
-                                      lr=lr, momentum=momentum, generators=gens)
+            local = fed.trainer.train(theta, fed.x[chosen], fed.y[chosen], batch_size=batch_size, lr=lr,
+                                      steps=steps if isinstance(steps, int) else [steps[c] for c in chosen],
+                                      momentum=momentum, generators=gens)
             new = local.mean(0) - theta
             step = torch.empty_like(new)
             for idx in layers:

@@ -16,6 +16,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -23,6 +24,9 @@ import torch
 from scipy.optimize import linear_sum_assignment
 from torch import Tensor
 
+from fedlib import checkpoint as checkpoint_io
+from fedlib.fl.batched import client_sizes
+from fedlib.privacy.clipping import clip_rows
 from fedlib.rng import make_generator
 from fedlib.unlearning.baselines import UpdateStore, federaser_calibrate
 from fedlib.unlearning.stage import Federation, RoundRecord
@@ -50,9 +54,12 @@ def distance_matrix(models: Tensor, metric: Metric = "cosine", shapes: Sequence[
     n = len(models)
     total, count = torch.zeros(n, n, dtype=torch.float64), 0
     for part, shape in zip(torch.split(models, [math.prod(s) for s in shapes], dim=1), shapes):
-        rows = part.reshape(n, -1, shape[-1]) if len(shape) >= 2 else part.reshape(n, 1, -1)
-        for i in range(n):
-            total[i] += torch.linalg.vector_norm(rows[i] - rows + 1e-6, dim=2).sum(1)
+        rows = part.reshape(n, -1, shape[-1]) if len(shape) >= 2 else part.reshape(n, 1, -1)  # (n, R, c)
+        sq, sums = rows.pow(2).sum(2).T, rows.sum(2).T  # (R, n)
+        # ‖a − b + ε‖² = ‖a‖² + ‖b‖² − 2⟨a, b⟩ + 2ε Σ(a − b) + c ε², for every row r and pair (i, j) at once
+        d2 = (sq[:, :, None] + sq[:, None, :] - 2 * torch.einsum("irc,jrc->rij", rows, rows)
+              + 2e-6 * (sums[:, :, None] - sums[:, None, :]) + rows.shape[2] * 1e-12)
+        total += d2.clamp_min(0.0).sqrt().sum(0)
         count += rows.shape[1]
     return (total / count).fill_diagonal_(0.0)
 
@@ -102,14 +109,27 @@ class ClusterRound:
 
 def kip_aggregate(models: Tensor, clients: Sequence[int], sizes: Sequence[int], *, k: int, noise_multiplier: float,
                   metric: Metric, generator: torch.Generator, shapes: Sequence[torch.Size] | None = None,
+                  strict_delta: float | None = None, center: Tensor | None = None,
                   record_representatives: bool = False) -> ClusterRound:
     """Perturbed k-IPfedAvg's server step (Alg. 1, eqs. 11-12): cluster, draw r_c uniformly in each cluster,
     add N(0, (σ Δ_c)² I) with Δ_c the cluster's largest pairwise distance, aggregate Σ_c p_c w̃_{r_c} with
-    p_c = Σ_{l∈C_c} n_l / Σ_{A_t} n_l. ``noise_multiplier`` = σ (the code: 1)."""
+    p_c = Σ_{l∈C_c} n_l / Σ_{A_t} n_l. ``noise_multiplier`` = σ (the code: 1).
+
+    ``strict_delta`` = Δ fixed a priori (the "strict" mode the spec card's A3 suggests; ours): every model is first
+    projected onto the L2 ball of radius Δ/2 around ``center`` (the round's broadcast model, which is public), so
+    any two members lie within Δ of each other in L2, and the noise is N(0, (σΔ)² I) whatever the measured Δ_c.
+    A cluster's release then has L2 sensitivity Δ, noise/sensitivity z = σ (:func:`eps_rdp`), given the clusters.
+    """
     if not noise_multiplier >= 0:
         raise ValueError(f"noise_multiplier must be >= 0, got {noise_multiplier!r}")
     if len(models) != len(clients) or len(sizes) != len(clients):
         raise ValueError(f"models, clients and sizes disagree: {len(models)}, {len(clients)}, {len(sizes)}")
+    if strict_delta is not None:
+        if not strict_delta > 0:
+            raise ValueError(f"strict_delta must be > 0 or None, got {strict_delta!r}")
+        if center is None:
+            raise ValueError("strict_delta needs the round's broadcast model as center")
+        models = center + clip_rows(models - center, strict_delta / 2)
     dist = distance_matrix(models, metric, shapes)
     groups = constrained_clusters(dist, k, generator=generator)
     total = float(sum(sizes))
@@ -120,13 +140,37 @@ def kip_aggregate(models: Tensor, clients: Sequence[int], sizes: Sequence[int], 
         spread = float(dist[idx][:, idx].max())
         weight = sum(sizes[i] for i in idx) / total
         rep = idx[int(torch.randint(len(idx), (1,), generator=generator))]
-        noise = torch.randn(models.shape[1], generator=generator, dtype=models.dtype) * (noise_multiplier * spread)
+        scale = spread if strict_delta is None else strict_delta
+        noise = torch.randn(models.shape[1], generator=generator, dtype=models.dtype) * (noise_multiplier * scale)
         new += weight * (models[rep] + noise)
         spreads.append(spread)
         weights.append(weight)
         reps.append(clients[rep])
     clusters = [tuple(sorted(clients[i] for i in g)) for g in groups]
     return ClusterRound(clusters, spreads, weights, new, reps if record_representatives else None)
+
+
+# --- the authors' non-iid split -----------------------------------------------------------------------------------
+
+#: client sizes of the authors' non-iid experiments (their ``device records.p``; sum 59,374): quantity skew only
+NONIID_SIZES = (475, 1292, 894, 948, 1738, 1579, 1415, 1768, 1990, 1403, 1198, 1747, 1654, 1664, 1206, 972, 1358,
+                1349, 1867, 1496, 1256, 1465, 478, 1580, 933, 977, 1666, 996, 709, 605, 1246, 1889, 491, 1978, 785,
+                1457, 584, 411, 1019, 1390, 600, 1117, 594, 1871, 518, 825, 1219, 1505, 742, 455)
+
+
+def noniid_sizes(total: int, num_clients: int = 50) -> list[int]:
+    """Client sizes for ``total`` training samples: the authors' list with the last client absorbing the remainder
+    (their code, MNIST's 60,000), or scaled to ``total`` with the last client fixing the sum when the list holds
+    more (spec card §4's proposal for 50,000-image datasets)."""
+    if num_clients != len(NONIID_SIZES):
+        raise ValueError(f"the authors' sizes are for {len(NONIID_SIZES)} clients, got num_clients={num_clients}")
+    sizes = list(NONIID_SIZES)
+    if total < sum(sizes):
+        sizes = [max(1, round(s * total / sum(NONIID_SIZES))) for s in sizes]
+    sizes[-1] += total - sum(sizes)
+    if sizes[-1] < 1:
+        raise ValueError(f"total={total} is too small for {num_clients} clients")
+    return sizes
 
 
 # --- training with requests, PoD, rollback -------------------------------------------------------------------------
@@ -141,6 +185,11 @@ class LocalWork:
 
     def steps(self, n: int) -> int:
         return self.epochs * math.ceil(n / self.batch_size)
+
+    def client_steps(self, sizes: Tensor, ratio: float = 1.0) -> int | list[int]:
+        """Each client's step count max(1, ⌈ratio·E⌈n_i/B⌉⌉); one int when every client has the same n."""
+        counts = [max(1, math.ceil(ratio * self.steps(int(n)))) for n in sizes]
+        return counts[0] if bool((sizes == sizes[0]).all()) else counts
 
 
 def request_schedule(num_clients: int, rounds: int, probability: float, *, generator: torch.Generator,
@@ -174,7 +223,11 @@ class Unlearning:
 
 @dataclass
 class DeniabilityRun:
-    """A training run with requests: test accuracy after every round, the stored history, the requests served."""
+    """A training run with requests: the stored history (test accuracy, G_t, L_t and Δ_c of every round, as
+    rewritten by replays), what was served round by round, and the requests.
+
+    ``served_accuracy[r]`` is the test accuracy of the model in service after round r as it ran (a later replay
+    does not rewrite it); ``served_distance[r]`` its L2 distance to the reference model of round r, if given."""
 
     method: str
     accuracy: list[float] = field(default_factory=list)
@@ -182,6 +235,8 @@ class DeniabilityRun:
     clusters: list[list[tuple[int, ...]]] = field(default_factory=list)  # L_t
     spreads: list[list[float]] = field(default_factory=list)
     requests: list[Unlearning] = field(default_factory=list)
+    served_accuracy: list[float] = field(default_factory=list)
+    served_distance: list[float] = field(default_factory=list)
     stored_bytes: int = 0
 
     @property
@@ -217,31 +272,37 @@ RoundFn = Callable[[int, Tensor, list[int]], tuple[Tensor, list[tuple[int, ...]]
 
 def _local_models(fed: Federation, work: LocalWork, t: int, theta: Tensor, active: list[int]) -> Tensor:
     gens = [make_generator(fed.seed, "train", t, c) for c in active]
-    return fed.trainer.train(theta, fed.x[active], fed.y[active], steps=work.steps(fed.y.shape[1]),
+    return fed.trainer.train(theta, fed.x[active], fed.y[active], steps=work.client_steps(client_sizes(fed.y[active])),
                              batch_size=work.batch_size, lr=work.lr, generators=gens)
 
 
-def kip_round(fed: Federation, work: LocalWork, *, k: int, noise_multiplier: float = 1.0, metric: Metric = "cosine"
-              ) -> RoundFn:
+def kip_round(fed: Federation, work: LocalWork, *, k: int, noise_multiplier: float = 1.0, metric: Metric = "cosine",
+              strict_delta: float | None = None) -> RoundFn:
     """Round t of perturbed k-IPfedAvg with every active client training (streams keyed by t and client, so a
-    replay without a client is an independent run without it)."""
+    replay without a client is an independent run without it); ``strict_delta``: see :func:`kip_aggregate`."""
     shapes = fed.trainer.shapes
 
     def step(t: int, theta: Tensor, active: list[int]) -> tuple[Tensor, list[tuple[int, ...]], list[float]]:
         local = _local_models(fed, work, t, theta, active)
-        out = kip_aggregate(local, active, [fed.y.shape[1]] * len(active), k=k, noise_multiplier=noise_multiplier,
-                            metric=metric, generator=make_generator(fed.seed, "server", t), shapes=shapes)
+        out = kip_aggregate(local, active, client_sizes(fed.y[active]).tolist(), k=k,
+                            noise_multiplier=noise_multiplier, metric=metric,
+                            generator=make_generator(fed.seed, "server", t), shapes=shapes,
+                            strict_delta=strict_delta, center=theta)
         return out.params, out.clusters, out.spreads
 
     return step
 
 
 def fedavg_round(fed: Federation, work: LocalWork, store: UpdateStore | None = None) -> RoundFn:
-    """Round t of FedAvg with full participation (equal client sizes: the plain mean); ``store`` keeps the
-    clients' updates for FedEraser."""
+    """Round t of FedAvg with full participation, w ← Σ_l p_l w_l with p_l = n_l / Σ n (A1; equal client sizes:
+    the plain mean); ``store`` keeps the clients' updates for FedEraser."""
     def step(t: int, theta: Tensor, active: list[int]) -> tuple[Tensor, list[tuple[int, ...]], list[float]]:
         local = _local_models(fed, work, t, theta, active)
-        new = theta + (local - theta).mean(0)
+        sizes = client_sizes(fed.y[active])
+        if bool((sizes == sizes[0]).all()):
+            new = theta + (local - theta).mean(0)
+        else:
+            new = theta + ((sizes / sizes.sum()).to(local.dtype).unsqueeze(1) * (local - theta)).sum(0)
         if store is not None:
             store(RoundRecord(0, t, theta, tuple(active), local, new))
         return new, [], []
@@ -249,33 +310,65 @@ def fedavg_round(fed: Federation, work: LocalWork, store: UpdateStore | None = N
     return step
 
 
+def fedavg_reference(fed: Federation, work: LocalWork, init: Tensor, rounds: int, members: Sequence[int]
+                     ) -> list[Tensor]:
+    """G_0..G_{T−1} of FedAvg from w_0 on ``members`` alone: fedAvg_retrain's stored history once every request
+    is served (its last retrain replays every earlier round without all forgotten clients), the reference of
+    Fig. 17 and the "retrained" model of the verification."""
+    round_fn, theta, out = fedavg_round(fed, work), init.clone(), []
+    for t in range(rounds):
+        theta = round_fn(t, theta, list(members))[0]
+        out.append(theta)
+    return out
+
+
 def _accuracy(fed: Federation, params: Tensor, test: tuple[Tensor, Tensor]) -> float:
     return float(fed.trainer.accuracy(params, test[0].unsqueeze(0), test[1].unsqueeze(0))[0])
+
+
+def _distance(a: Tensor, b: Tensor) -> float:
+    return float(torch.linalg.vector_norm((a - b).double()))
 
 
 def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds: int, schedule: dict[int, int],
                         test: tuple[Tensor, Tensor], *, method: str, x: int | None = None,
                         unlearn: Literal["pod", "retrain", "federaser"] = "pod",
                         federaser: tuple[UpdateStore, LocalWork, float] | None = None,
-                        progress: bool = False) -> DeniabilityRun:
+                        reference: Sequence[Tensor] | None = None, checkpoint: tuple[Path, dict] | None = None,
+                        checkpoint_every_s: float = 300.0, progress: bool = False) -> DeniabilityRun:
     """Train from ``init`` (w_0) for ``rounds`` rounds, serving ``schedule``'s requests at the start of their rounds.
 
     ``unlearn="pod"`` (k-IPfedAvg, A3): PoD if every stored cluster keeps ≥ ``x`` members, else roll back to the
     first violating round and replay. ``"retrain"`` (fedAvg_retrain, B1): replay every round from w_0 without
     the client. ``"federaser"`` (B2): FedEraser's calibration from the stored updates (``federaser``: the store,
-    the local work and the calibration ratio), then training goes on.
+    the local work and the calibration ratio), then training goes on. ``reference``: models to measure
+    ``served_distance`` against. ``checkpoint``: (path, identity) to save the state to after a round once
+    ``checkpoint_every_s`` seconds have passed since the last save (FedEraser's state holds every client model of
+    every round), and to resume from (:mod:`fedlib.checkpoint`); the resumed run reaches the same numbers.
     """
     if unlearn == "pod" and (x is None or x < 1):
         raise ValueError(f"unlearn='pod' needs x >= 1, got x={x!r}")
+    if unlearn == "federaser" and federaser is None:
+        raise ValueError("unlearn='federaser' needs federaser=(store, local work, calibration ratio)")
     theta = init.clone()
     run = DeniabilityRun(method)
     active = list(range(fed.num_clients))
     removed: list[int] = []
-    bar = range(rounds)
+    first = 0
+    state = checkpoint_io.load(*checkpoint) if checkpoint is not None else None
+    if state is not None:
+        first, theta, active, removed = state["round"], state["theta"], state["active"], state["removed"]
+        for name in ("accuracy", "models", "clusters", "spreads", "served_accuracy", "served_distance"):
+            setattr(run, name, state[name])
+        run.requests = [Unlearning(r, c, None if t0 < 0 else t0, n, sec) for r, c, t0, n, sec in state["requests"]]
+        if federaser is not None:
+            federaser[0].rounds[:] = state["store"]
+    bar = range(first, rounds)
     if progress:
         from tqdm.auto import tqdm
         bar = tqdm(bar, desc=method, leave=False)
-    w0 = theta.clone()
+    w0 = init.clone()
+    saved = time.perf_counter()
     for r in bar:
         if r in schedule:
             client = schedule[r]
@@ -290,7 +383,7 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
             if unlearn == "federaser":
                 store, work, ratio = federaser
                 theta, replayed, _ = federaser_calibrate(
-                    fed, w0, store, removed, steps=max(1, math.ceil(ratio * work.steps(fed.y.shape[1]))),
+                    fed, w0, store, removed, steps=work.client_steps(client_sizes(fed.y), ratio),
                     batch_size=work.batch_size, lr=work.lr, momentum=0.0, stream=f"federaser{r}")
             elif t0 is not None:
                 theta = run.models[t0 - 1] if t0 > 0 else w0
@@ -306,6 +399,18 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
         run.clusters.append(clusters)
         run.spreads.append(spreads)
         run.accuracy.append(_accuracy(fed, theta, test))
+        run.served_accuracy.append(run.accuracy[-1])
+        if reference is not None:
+            run.served_distance.append(_distance(theta, reference[r]))
+        if checkpoint is not None and time.perf_counter() - saved >= checkpoint_every_s:
+            saved = time.perf_counter()
+            checkpoint_io.save(checkpoint[0], checkpoint[1], {
+                "round": r + 1, "theta": theta, "active": active, "removed": removed, "accuracy": run.accuracy,
+                "models": run.models, "clusters": run.clusters, "spreads": run.spreads,
+                "served_accuracy": run.served_accuracy, "served_distance": run.served_distance,
+                "requests": [[q.round, q.client, -1 if q.rollback is None else q.rollback, q.replayed_rounds,
+                              q.seconds] for q in run.requests],
+                "store": federaser[0].rounds if federaser is not None else []})
     model_bytes = sum(g.numel() * g.element_size() for g in run.models)
     ids = sum(len(c) for cl in run.clusters for c in cl) * 8
     run.stored_bytes = model_bytes + ids + (federaser[0].stored_bytes if federaser is not None else 0)

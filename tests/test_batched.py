@@ -1,0 +1,93 @@
+"""Vectorised clients of unequal sizes (quantity skew): every padded client trains exactly as it would alone."""
+
+import pytest
+import torch
+from torch import nn
+
+from fedlib.data.datasets import Split
+from fedlib.fl.batched import PAD, BatchedClients, client_sizes, stack_clients, stack_padded
+
+SIZES = [7, 3, 12, 5]
+
+
+def data(n=40, classes=3):
+    gen = torch.Generator().manual_seed(0)
+    return Split(torch.randn(n, 1, 4, 4, generator=gen), torch.randint(0, classes, (n,), generator=gen), classes)
+
+
+def clients():
+    order = torch.randperm(40, generator=torch.Generator().manual_seed(1))
+    return list(torch.split(order[:sum(SIZES)], SIZES))
+
+
+def models():
+    torch.manual_seed(0)
+    mlp = nn.Sequential(nn.Flatten(), nn.Linear(16, 5), nn.ReLU(), nn.Linear(5, 3))
+    cnn = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(32, 3))
+    return [mlp, cnn]
+
+
+def test_stack_padded_keeps_each_clients_samples_first():
+    split, parts = data(), clients()
+    x, y, sizes = stack_padded(split, parts)
+    assert sizes.tolist() == SIZES and client_sizes(y).tolist() == SIZES
+    for i, c in enumerate(parts):
+        assert torch.equal(x[i, :len(c)], split.x[c]) and torch.equal(y[i, :len(c)], split.y[c])
+        assert (y[i, len(c):] == PAD).all()
+    with pytest.raises(ValueError, match="at least one sample"):
+        stack_padded(split, [parts[0], parts[0][:0]])
+
+
+@pytest.mark.parametrize("model", models(), ids=["mlp", "cnn"])
+@pytest.mark.parametrize("work", [dict(steps=[3, 1, 4, 2], batch_size=4), dict(steps=3, batch_size=6),
+                                  dict(epochs=2, batch_size=4)], ids=["steps-per-client", "steps", "epochs"])
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_unequal_clients_train_as_they_would_alone(model, work, momentum):
+    split, parts = data(), clients()
+    x, y, _ = stack_padded(split, parts)
+    trainer = BatchedClients(model)
+    start = torch.randn(trainer.dim, generator=torch.Generator().manual_seed(2)) * 0.3
+    gens = [torch.Generator().manual_seed(10 + i) for i in range(len(parts))]
+    together = trainer.train(start, x, y, lr=0.3, momentum=momentum, generators=gens, **work)
+    for i, c in enumerate(parts):
+        alone_work = dict(work, steps=work["steps"][i]) if isinstance(work.get("steps"), list) else work
+        alone = trainer.train(start, split.x[c].unsqueeze(0), split.y[c].unsqueeze(0), lr=0.3, momentum=momentum,
+                              generators=[torch.Generator().manual_seed(10 + i)], **alone_work)
+        assert torch.allclose(together[i], alone[0], atol=1e-6), i
+    assert not torch.allclose(together[0], together[1])  # the clients did train on their own data
+
+
+def test_equal_clients_through_either_path_agree():
+    split = data()
+    parts = list(torch.split(torch.arange(32), 8))
+    x, y = stack_clients(split, parts)
+    xp, yp, sizes = stack_padded(split, parts)
+    assert torch.equal(x, xp) and torch.equal(y, yp) and sizes.tolist() == [8] * 4
+    trainer = BatchedClients(models()[0])
+    start = torch.zeros(trainer.dim)
+    run = [trainer.train(start, x, y, steps=steps, batch_size=4, lr=0.3,
+                         generators=[torch.Generator().manual_seed(i) for i in range(4)]) for steps in (3, [3] * 4)]
+    assert torch.allclose(run[0], run[1], atol=1e-6)
+
+
+def test_accuracy_ignores_padding():
+    split, parts = data(), clients()
+    x, y, _ = stack_padded(split, parts)
+    trainer = BatchedClients(models()[0])
+    params = torch.randn(trainer.dim, generator=torch.Generator().manual_seed(3))
+    got = trainer.accuracy(params, x, y)
+    for i, c in enumerate(parts):
+        want = trainer.accuracy(params, split.x[c].unsqueeze(0), split.y[c].unsqueeze(0))[0]
+        assert float(got[i]) == pytest.approx(float(want))
+
+
+def test_bad_step_counts_are_named():
+    split, parts = data(), clients()
+    x, y, _ = stack_padded(split, parts)
+    trainer = BatchedClients(models()[0])
+    with pytest.raises(ValueError, match="steps per client"):
+        trainer.train(torch.zeros(trainer.dim), x, y, steps=[1, 2], batch_size=4, lr=0.1,
+                      generators=[torch.Generator() for _ in parts])
+    with pytest.raises(ValueError, match="adam"):
+        trainer.train(torch.zeros(trainer.dim), x, y, steps=2, batch_size=4, lr=0.1, adam=True,
+                      generators=[torch.Generator() for _ in parts])
