@@ -23,12 +23,20 @@ def apply_style() -> None:
 def plot_series(results: Results, names: Sequence[str], *, ax: Axes | None = None, xlabel: str = "round",
                 ylabel: str = "test accuracy", title: str | None = None, logy: bool = False,
                 labels: Sequence[str] | None = None) -> Axes:
-    """Plot the named series of a results file on one axis (``labels`` replaces their stored legend labels)."""
+    """Plot the named series of a results file on one axis (``labels`` replaces their stored legend labels). In
+    full mode a series whose unit has not run yet is missing: it is left out of the plot and named in the title."""
     if ax is None:
         _, ax = plt.subplots()
     if labels is not None and len(labels) != len(names):
         raise ValueError(f"labels must have one entry per name ({len(names)}), got {len(labels)}")
+    missing = [name for name in names if name not in results.series]
+    if missing and results.mode != "full":
+        raise KeyError(f"no series {missing}; the results have {sorted(results.series)}")
+    if missing:
+        title = f"{title or ''} ({len(missing)} curve(s) not run yet)".strip()
     for k, name in enumerate(names):
+        if name in missing:
+            continue
         s = results.series[name]
         ax.plot(s["x"], s["y"], label=s["label"] if labels is None else labels[k],
                 marker="." if len(s["x"]) < 40 else None)

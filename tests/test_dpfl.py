@@ -1,5 +1,7 @@
 """Spec card ch3 §9 acceptance checks for the DPFL chapter (numbers in the test names' comments)."""
 
+import math
+
 import pytest
 import torch
 from torch.func import functional_call, grad, vmap
@@ -245,3 +247,99 @@ def test_dpsgd_trains_and_accounts(mnist):
         train_dpsgd(build_model("cnn_mnist", generator=make_generator(0)), sub, test, DPSGDConfig())
     with pytest.raises(ValueError, match="clip"):
         DPSGDConfig(clip=0.0)
+
+
+def test_thesis_epsilon_is_the_thesis_convention_of_tables_31_and_33():
+    from fedlib.algorithms.dpfl import thesis_epsilon
+
+    eps, order = thesis_epsilon(noise_multiplier=8.0, num_clients=100, clients_per_round=50, rounds=52, delta=1e-6)
+    assert eps == pytest.approx(0.2702, abs=1e-3) and order == 63  # Table 3.3's "(0.27, 63)-RDP" (P2)
+    p1, _ = thesis_epsilon(noise_multiplier=8.0, num_clients=100, clients_per_round=50, rounds=52, delta=1e-6,
+                           orders=MOMENTS_ORDERS, conversion="classic")
+    assert p1 == pytest.approx(0.4996, abs=1e-3)  # Table 3.1's (0.5, 1e-6) after 52 rounds (P1)
+
+
+def test_epsilon_as_run_is_a_gaussian_with_multiplier_sigma_over_n_composed_without_sampling():
+    from fedlib.algorithms.dpfl import epsilon_as_run
+    from fedlib.privacy import ClientLedger, DEFAULT_ORDERS, compute_rdp, rdp_to_epsilon
+
+    eps, _ = epsilon_as_run(noise_multiplier=8.0, num_samples=600, participations=26, delta=1e-6)
+    expected = rdp_to_epsilon(DEFAULT_ORDERS, compute_rdp(q=1.0, noise_multiplier=8 / 600, steps=26), 1e-6)[0]
+    assert eps == expected > 1e4  # std σC/n_i against a client-level sensitivity C: almost no noise
+    ledger = ClientLedger()  # n_i = 1: the per-client ledger of GaussianNoise(accounting="per_client")
+    for _ in range(5):
+        ledger.step(0, noise_multiplier=2.0)
+    assert epsilon_as_run(noise_multiplier=2.0, num_samples=1, participations=5, delta=1e-5)[0] == pytest.approx(
+        ledger.get_epsilon(0, 1e-5))
+    assert epsilon_as_run(noise_multiplier=8.0, num_samples=600, participations=0, delta=1e-6)[0] == 0.0
+    with pytest.raises(ValueError, match="participations"):
+        epsilon_as_run(noise_multiplier=8.0, num_samples=600, participations=-1, delta=1e-6)
+
+
+def test_participations_count_the_engines_sampler(small_fed):
+    from fedlib.algorithms.dpfl import participations
+
+    train, clients, test = small_fed
+    out = run_federated(mlp(), train, clients, None, cfg(rounds=5, clients_per_round=4, seed=3), history="models")
+    counts = participations(12, 4, 5, seed=3)
+    assert counts == [sum(c in p for p in out.history.participants) for c in range(12)] and sum(counts) == 20
+
+
+def test_sensitivity_ratio_is_the_shift_in_units_of_c_over_n():
+    from fedlib.algorithms.dpfl import sensitivity_ratio
+
+    slices = [slice(0, 3), slice(3, 5)]
+    update = torch.tensor([3.0, 0.0, 4.0, 1.0, 0.0])  # layer norms 5 and 1
+    bounds = torch.tensor([5.0, 1.0])
+    assert sensitivity_ratio(update, update.clone(), bounds, slices, num_samples=10) == 0.0
+    moved = update + torch.tensor([0.0, 0.5, 0.0, 0.0, 0.0])  # layer 0 moves by 0.5, under its bound after clipping
+    clipped = moved[:3] * min(1.0, 5.0 / float(moved[:3].norm()))
+    expected = float((clipped - update[:3]).norm()) * 10 / 5.0
+    assert sensitivity_ratio(update, moved, bounds, slices, num_samples=10) == pytest.approx(expected)
+    far = torch.tensor([0.0, 0.0, 0.0, 0.0, 100.0])  # clipped to the bounds, so at most 2C_l per layer
+    assert sensitivity_ratio(update, far, bounds, slices, num_samples=1) <= math.sqrt((2 * 1) ** 2 + 1 ** 2) + 1e-6
+
+
+def test_client_drop_out_with_per_client_accounting(small_fed):
+    from fedlib.algorithms.fednore import plain_dpfl, uploads_budget
+
+    train, clients, test = small_fed  # 12 clients, 4 a round
+    algorithm = plain_dpfl(4.0, budget=uploads_budget(4.0, 3, 1e-5), drop_out=True)
+    out = run_federated(mlp(), train, clients, None, cfg(rounds=50, clients_per_round=4, weighting="uniform"),
+                        algorithm, history="models")
+    uploads = [sum(c in p for p in out.history.participants) for c in range(12)]
+    assert max(uploads) == 3  # a client drops out once its budget allows no further upload
+    assert sum(u == 3 for u in uploads) > 12 - 4  # training stops when fewer than m = 4 clients remain
+    assert out.rounds_completed == len(out.history.participants) < 50
+    # without drop-out the same sampler and numbers as before (per-client accounting alone drops nobody)
+    kept = run_federated(mlp(), train, clients, None, cfg(rounds=3, weighting="uniform"), plain_dpfl(4.0))
+    again = run_federated(mlp(), train, clients, None, cfg(rounds=3, weighting="uniform"),
+                          plain_dpfl(4.0, budget=uploads_budget(4.0, 3, 1e-5), drop_out=True))
+    assert torch.equal(kept.params, again.params)  # nobody has used its budget within 3 rounds
+    with pytest.raises(ValueError, match="drop_out=True needs"):
+        GaussianNoise(1.0, accounting="global", drop_out=True)
+
+
+def test_gaussian_epsilon_of_a_nearly_noiseless_release_does_not_overflow():
+    from fedlib.privacy.mechanisms import gaussian_delta, gaussian_epsilon
+
+    eps = gaussian_epsilon(75.0, 1e-5)  # σ = 8, n_i = 600: sensitivity/std = n_i/σ
+    assert 75.0**2 / 2 < eps < 75.0**2 / 2 + 75.0 * 5  # ≈ r²/2 + r·√(2 ln(1/δ))
+    assert gaussian_delta(eps, 75.0) <= 1e-5 < gaussian_delta(0.99 * eps, 75.0)
+
+
+def test_audit_as_run_audits_the_noise_the_clients_add():
+    from fedlib.experiments.audit import chapter_audit_as_run
+    from fedlib.privacy.mechanisms import gaussian_epsilon
+
+    # GaussianNoise(σ, per_sample=True) at n_i adds what GaussianNoise(σ/n_i) adds at n_i = 1
+    update = torch.randn(1000, generator=make_generator(1))
+    a, b = ClientMessage(0, 600, update.clone(), bound=torch.tensor(2.0)), ClientMessage(0, 1, update.clone(),
+                                                                                          bound=torch.tensor(2.0))
+    GaussianNoise(8.0, per_sample=True)(a, ctx(1000))
+    GaussianNoise(8.0 / 600)(b, ctx(1000))
+    torch.testing.assert_close(a.update, b.update)
+    (row,) = chapter_audit_as_run([("plain_dpfl", 8.0, 600.0)], seed=0, trials=200)
+    assert row["sigma"] == pytest.approx(8 / 600) and row["claimed_eps"] == pytest.approx(gaussian_epsilon(75, 1e-5))
+    assert row["thesis_claimed_eps"] == pytest.approx(gaussian_epsilon(1 / 8, 1e-5))
+    assert row["audit_exceeds_thesis_claim"] and not row["audit_exceeds_claim"]  # the canary is always seen

@@ -1,28 +1,51 @@
-"""The DPFL chapter's experiment: resuming from checkpoints, bad input."""
-
-import dataclasses
+"""The DPFL chapter's experiment: resuming from checkpoints, full mode as units, bad input."""
 
 import pytest
 
-from fedlib.algorithms.dpsgd import DPSGDConfig
 from fedlib.experiments import dpfl, run_chapter
-
-TINY = dataclasses.replace(dpfl.QUICK, ldp_max_rounds=1, lcdp_max_rounds=1, betas=(0.5,), sigma_sweep=(),
-                           top_rates=(0.01, 0.1), curve_rounds=3,
-                           dpsgd=DPSGDConfig(epochs=1, batch_size=6000, lr=0.1, clip=4.0, noise_multiplier=1.1))
+from fedlib.units import Units
 
 
 def test_an_interrupted_chapter_resumes_from_its_checkpoints(tmp_path):
-    res = dpfl.run(TINY, seed=0, checkpoints=tmp_path / "ckpt")
+    res = dpfl.run(dpfl.TINY, seed=0, checkpoints=tmp_path / "ckpt")
     files = sorted((tmp_path / "ckpt").rglob("*.pt"))
     assert len(files) == len(res.tables["ablation"]["rows"])  # one checkpoint per training run
     stamps = [f.stat().st_mtime_ns for f in files]
-    again = dpfl.run(TINY, seed=0, checkpoints=tmp_path / "ckpt")
+    again = dpfl.run(dpfl.TINY, seed=0, checkpoints=tmp_path / "ckpt")
     assert [f.stat().st_mtime_ns for f in files] == stamps  # every run was read back, none re-trained
     assert again.tables["ablation"] == res.tables["ablation"] and again.series == res.series
+
+
+def test_full_mode_plans_one_unit_per_training_run_and_assembles_without_them(tmp_path):
+    units = Units("dpfl", "full", 0, folder=tmp_path, plan_only=True)
+    res = dpfl.run(dpfl.FULL, mode="full", seed=0, units=units)
+    plan = units.summary()
+    runs = sum(len(dpfl.ldp_variants(dpfl.FULL, s)) + len(dpfl.lcdp_variants(dpfl.FULL, s))
+               for s in dpfl.FULL.settings)
+    assert plan["done"] == 0 and plan["total"] == plan["not_run"] == runs + 2 + 1 + 1 + 1  # + anatomy, sensitivity,
+    assert "1000/proposed LDP-FL" in plan["missing"] and "dpsgd" in plan["missing"]  # DP-SGD, audit
+    assert all(row["ours"] is None for row in res.tables["T3.1"]["rows"])
+    training = [c for c in res.claims if c["id"] not in ("ldp_guarantee", "upload_saving")]
+    assert all(c["outcome"] in ("not run", "quick mode only") for c in training)
+
+
+def test_full_mode_keeps_one_file_per_unit_and_reads_them_back(tmp_path):
+    units = Units("dpfl", "full", 0, folder=tmp_path / "units")
+    res = dpfl.run(dpfl.TINY, mode="full", seed=0, units=units)
+    files = sorted((tmp_path / "units").glob("*.json"))
+    assert len(files) == units.summary()["computed"] == units.summary()["total"]
+    assert not list((tmp_path / "checkpoints").rglob("*.pt"))  # a finished unit's checkpoint is removed
+    again = Units("dpfl", "full", 0, folder=tmp_path / "units")
+    res2 = dpfl.run(dpfl.TINY, mode="full", seed=0, units=again)
+    assert set(again.state.values()) == {"done"}
+    assert res2.tables == res.tables and res2.claims == res.claims
+
+
+def test_a_defect_name_is_checked():
+    with pytest.raises(ValueError, match="defect must be one of"):
+        dpfl.run(dpfl.TINY, seed=0, defect="noise-of")
 
 
 def test_a_chapter_without_checkpoint_support_says_so(tmp_path):
     with pytest.raises(ValueError, match="does not support checkpoints"):
         run_chapter("foundations", "quick", out=tmp_path, checkpoints=tmp_path)
-

@@ -155,28 +155,80 @@ def test_fednore1_bound_constants_show_the_cards_caveats():
 
 
 def test_chapter_variants_sweeps_and_budget_cut():
-    from fedlib.experiments.fednore import FULL, MLP, TrackRun, sweep_rounds, variants
+    from fedlib.experiments.fednore import FULL, MLP, OURS_SIGMA, TrackRun, sweep_rounds, variants
 
     mlp_run = FULL.runs[0]
     names = [v.name for v in variants(mlp_run)]
-    assert len(names) == len(set(names))  # names are checkpoint keys: they must be unique
+    assert len(names) == len(set(names))  # names are unit ids: they must be unique
     sweep = {v.sigma: v.rounds for v in variants(mlp_run) if v.group == "sigma"}
     assert sweep[4.0] == 12 and sweep[6.0] == 28 and sweep[10.0] == 52  # min(52, rounds within ε = 0.2703)
     assert sweep_rounds(mlp_run, 8.0) == 52
-    quick = TrackRun(MLP, sigma=64.0, rounds=15, lam_scale=(0.125, 0.5), lam2=(25.0,), sigmas=(32.0,),
-                     sweep_lam=(0.0, 25.0), sweep_budget=False)
+    sweep_lams = {(v.kind, v.lam1 or v.lam2) for v in variants(mlp_run) if v.group == "sigma" and v.kind != "plain"}
+    assert sweep_lams == {("nore1", 1.0), ("nore2", 200.0)}  # the paper's best λ's, unscaled
+    ours = {v.kind: v for v in variants(mlp_run) if v.group == "ours"}
+    assert ours["nore2"].sigma == OURS_SIGMA and ours["nore2"].lam2 == 25.0 and ours["nore2"].scaled
+    quick = TrackRun(MLP, sigma=64.0, rounds=15, lam_scale=(0.125, 0.5), lam2=(25.0,), sigmas=(8.0,),
+                     sweep_budget=False, dropout=True)
     by_name = {v.name: v for v in variants(quick)}
-    assert by_name["σ = 32: Fed-nore-2 margin, λ2 = 25"].lam2 == 12.5  # the name shows the paper's λ, the run λ × scale
-    assert by_name["σ = 32: plain DPFL"].rounds == 15
-    assert by_name["Fed-nore-1 literal"].lam1 == 0.125 * MLP.lam1[0]
+    assert by_name["Fed-nore-2 margin, λ2 = 25"].lam2 == 12.5  # the name shows the paper's λ, the run λ × scale
+    assert by_name["σ = 8: Fed-nore-2 margin, λ2 = 200"].lam2 == 200.0 and by_name["σ = 8: plain DPFL"].rounds == 15
+    assert by_name["plain DPFL, client drop-out (Alg. 3.2)"].uploads == 15 * 50 // 100
     cnn = FULL.runs[1]
     assert {v.lr for v in variants(cnn) if v.group == "lr"} == {0.01, 1.0}
 
 
 def test_chapter_config_errors_name_the_parameter():
-    from fedlib.experiments.fednore import CNN, MLP, TrackRun
+    from fedlib.experiments.fednore import MLP, TrackRun
 
-    with pytest.raises(ValueError, match="sweep_lam"):
-        TrackRun(MLP, sigmas=(4.0,), sweep_lam=(3.0, 0.0))  # 3 is not in the λ1 grid, whose runs the sweep reuses
-    with pytest.raises(ValueError, match="learning-rate sweep"):
-        TrackRun(CNN, lam1=(), lrs=(0.01,))
+    with pytest.raises(ValueError, match="sigmas"):
+        TrackRun(MLP, sigma=8.0, sigmas=(4.0, 8.0))  # the main σ is not repeated in the sweep
+
+
+def test_uploads_budget_lets_a_client_upload_exactly_that_often():
+    from fedlib.algorithms.fednore import uploads_budget
+    from fedlib.privacy import RDPAccountant
+
+    budget = uploads_budget(8.0, 26, 1e-6)
+    acc = RDPAccountant()
+    acc.step(noise_multiplier=8.0, sample_rate=1.0, steps=26)
+    assert not acc.would_exceed(budget, noise_multiplier=8.0, sample_rate=1.0, steps=0)
+    assert acc.would_exceed(budget, noise_multiplier=8.0, sample_rate=1.0)
+    assert budget.epsilon == pytest.approx(3.158, abs=1e-3)  # 26 uploads at σ = 8, q = 1 (vs 0.27 with q = 1/M)
+    with pytest.raises(ValueError, match="uploads"):
+        uploads_budget(8.0, 0, 1e-6)
+
+
+def test_literal_objectives_leave_the_update_bit_identical():
+    from fedlib.experiments import fednore
+
+    run = fednore.TINY.runs[0]
+    fed = fednore.make_federation("mnist", "class_shards", 100, seed=0, subset="quick")
+    track = fednore._Track(run, fed, seed=0, mode="quick", units=fednore.Units("fednore", "quick", 0),
+                           progress=False, checkpoints=None, delta=1e-6, defect=None)
+    rows = fednore._literal_check(track)["rows"]
+    assert [r["max_abs_difference"] for r in rows] == [0.0, 0.0]
+
+
+def test_full_mode_plans_its_units_and_blocks_what_the_data_root_cannot_serve(tmp_path, monkeypatch):
+    from fedlib.data.datasets import DatasetIncompleteError
+    from fedlib.experiments import fednore
+    from fedlib.units import Units
+
+    real = fednore.make_federation
+
+    def partial(dataset, *args, **kwargs):  # a data root with only a CIFAR-10 subset
+        if dataset == "cifar10":
+            raise DatasetIncompleteError("this setting needs the full CIFAR-10 (50,000 training images; found 5,438)")
+        return real(dataset, *args, **kwargs)
+
+    monkeypatch.setattr(fednore, "make_federation", partial)
+    units = Units("fednore", "full", 0, folder=tmp_path, plan_only=True)
+    res = fednore.run(fednore.FULL, mode="full", seed=0, units=units)
+    plan = units.summary()
+    assert list(plan["blocked"]) == ["cifar/*"] and "found 5,438" in plan["blocked"]["cifar/*"]
+    trainings = sum(len(fednore.variants(r)) for r in fednore.FULL.runs if r.track.key != "cifar")
+    assert plan["done"] == 0 and plan["not_run"] == trainings + 3  # + literal check, sensitivity, audit
+    assert "mlp/σ = 40: Fed-nore-2 margin, λ2 = 200" in plan["missing"] and not list(tmp_path.iterdir())
+    assert "T3.2" not in res.tables and all(row["ours"] is None for row in res.tables["T3.3"]["rows"])
+    assert res.claim("cifar_nore2_improves")["outcome"] == "not run"
+    assert res.claim("rdp_convention")["outcome"] == "reproduced"  # arithmetic needs no unit

@@ -1,18 +1,46 @@
-"""Thesis 001 §3.2: LDP-FL and LCDP-FL with top-k sparsification and Global-MGD, and their baselines.
+"""Thesis 001 §3.2: LDP-FL and LCDP-FL with top-k sparsification and Global-MGD, and their baselines; and the
+privacy conventions of thesis ch. 3 (§3.2 and §3.3 alike).
 
-Each is a composition of :mod:`fedlib.fl` parts; local training (with local MGD) is set in
+Each algorithm is a composition of :mod:`fedlib.fl` parts; local training (with local MGD) is set in
 :class:`~fedlib.fl.engine.FLConfig`. Privacy follows the thesis's moments-accountant convention (spec §3.P,
 "P1"): integer orders 2..33, classic conversion; the LDP accountant composes one sampled Gaussian
 mechanism with q = 1/M per participating client, the CDP accountant one with q = m/M per round.
+
+Two ways to state what a client's upload with noise std σS_i, S_i = C_i/n_i, spends (both chapters of thesis ch. 3
+show both):
+
+* :func:`thesis_epsilon`, **the thesis's convention**: σ is the noise multiplier on a sensitivity C_i/n_i (one
+  sample's influence), and client sampling amplifies privacy (q = 1/M per participant);
+* :func:`epsilon_as_run`, **the mechanism as run** against the server that receives the uploads: it sees who
+  uploaded, so sampling amplifies nothing (q = 1, as for any local DP), and a client's data can move its clipped
+  update by C, so each upload is a Gaussian mechanism with multiplier σ/n_i, composed over the client's uploads.
+  The sample-level reading of C_i/n_i needs one sample to move the update by at most C_i/n_i, which local SGD
+  without per-sample clipping does not guarantee (:func:`sensitivity_ratio` measures it).
 """
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
+import torch
+from torch import Tensor
+
 from fedlib.fl import Algorithm, CentralGaussian, GaussianNoise, NormBound, ServerOptimizer, TopK
-from fedlib.privacy.accountant import MOMENTS_ORDERS, PrivacyBudget, RDPAccountant
+from fedlib.fl.engine import sample_clients
+from fedlib.privacy.accountant import (
+    DEFAULT_ORDERS,
+    MOMENTS_ORDERS,
+    Conversion,
+    PrivacyBudget,
+    RDPAccountant,
+    compute_rdp,
+    rdp_to_epsilon,
+)
+from fedlib.privacy.clipping import clip_per_layer
+from fedlib.rng import make_generator
 
 
 def moments_budget(epsilon: float, delta: float) -> PrivacyBudget:
@@ -78,3 +106,57 @@ def rounds_within_budget(*, noise_multiplier: float, sample_rate: float, steps_p
             return t
         acc.step(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps_per_round)
     return max_rounds
+
+
+def thesis_epsilon(*, noise_multiplier: float, num_clients: int, clients_per_round: int, rounds: int, delta: float,
+                   orders: Sequence[float] = DEFAULT_ORDERS, conversion: Conversion = "improved"
+                   ) -> tuple[float, float]:
+    """ε and the optimal Rényi order in **the thesis's convention** (§3.2.2 with the moments accountant, §3.3.3 with
+    RDP; spec P1/P2): each of the ``clients_per_round`` participants of a round is one sampled Gaussian mechanism
+    with q = 1/M and multiplier σ (sensitivity S_i = C_i/n_i, eqs. 3.2, 3.9). Table 3.3's "(0.27, 63)-RDP" is
+    (ε, order) for σ = 8, 52 rounds, M = 100, m = 50, δ = 1e-6."""
+    rdp = compute_rdp(q=1 / num_clients, noise_multiplier=noise_multiplier, steps=rounds * clients_per_round,
+                      orders=orders)
+    return rdp_to_epsilon(orders, rdp, delta, conversion)
+
+
+def epsilon_as_run(*, noise_multiplier: float, num_samples: float, participations: int, delta: float,
+                   orders: Sequence[float] = DEFAULT_ORDERS, conversion: Conversion = "improved"
+                   ) -> tuple[float, float]:
+    """ε and the optimal order of one client's uploads **as run**, against the server that receives them
+    (client-level: the client's data may change, so its upload clipped at C moves by up to C; add/remove).
+
+    Each upload adds noise of std σC/n_i (eqs. 3.9-3.10; eq. 3.1 with C = ‖D_i‖): a Gaussian mechanism with
+    multiplier σ/n_i. The server sees who uploaded, so sampling amplifies nothing (q = 1); the client's
+    ``participations`` compose (RDP, Lemma 4)."""
+    if not num_samples > 0:
+        raise ValueError(f"num_samples must be > 0, got {num_samples!r}")
+    if isinstance(participations, bool) or not isinstance(participations, int) or participations < 0:
+        raise ValueError(f"participations must be an int >= 0, got {participations!r}")
+    if participations == 0 or noise_multiplier == 0:
+        return (0.0 if participations == 0 else math.inf), math.nan
+    rdp = compute_rdp(q=1.0, noise_multiplier=noise_multiplier / num_samples, steps=participations, orders=orders)
+    return rdp_to_epsilon(orders, rdp, delta, conversion)
+
+
+def participations(num_clients: int, clients_per_round: int, rounds: int, seed: int) -> list[int]:
+    """How many of the first ``rounds`` rounds each client takes part in, under the engine's sampler of a run with
+    ``seed`` (no drop-out)."""
+    counts: Counter[int] = Counter()
+    for t in range(rounds):
+        counts.update(sample_clients(num_clients, clients_per_round, make_generator(seed, "sample", t)))
+    return [counts[c] for c in range(num_clients)]
+
+
+def sensitivity_ratio(update: Tensor, neighbour: Tensor, bounds: Tensor, slices: list[slice],
+                      num_samples: int) -> float:
+    """How far one sample moved a client's upload, in units of the sensitivity the thesis accounts with:
+    sqrt(Σ_l (‖clip(D'_l) − D_l‖ / S_l)²) with S_l = C_l / n_i (eq. 3.9; per layer, eq. 3.8; one flat block and
+    C = ‖D‖ for LDP-FL's eq. 3.2). ``update`` D is trained on the client's data, ``neighbour`` D' on the same data
+    with one sample replaced (same mini-batch order); D' is clipped at the same bounds C_l. The thesis's
+    guarantee needs this ≤ 1 for every neighbouring pair."""
+    if len(bounds) != len(slices):
+        raise ValueError(f"bounds has {len(bounds)} entries for {len(slices)} layer slices")
+    diff = clip_per_layer(neighbour, slices, bounds) - update
+    ratios = torch.stack([torch.linalg.vector_norm(diff[s]) for s in slices]) * num_samples / bounds
+    return float(torch.linalg.vector_norm(ratios))

@@ -21,16 +21,21 @@ from torch import Tensor
 
 from fedlib.fl import Algorithm, GaussianNoise, MedianClip
 from fedlib.fl.client import Loss, Penalty
-from fedlib.privacy.accountant import DEFAULT_ORDERS, PrivacyBudget
+from fedlib.privacy.accountant import DEFAULT_ORDERS, PrivacyBudget, compute_rdp, rdp_to_epsilon
 
 
 def plain_dpfl(noise_multiplier: float, *, budget: PrivacyBudget | None = None, loss: Loss | None = None,
-               penalty: Penalty | None = None) -> Algorithm:
+               penalty: Penalty | None = None, drop_out: bool = False) -> Algorithm:
     """Plain DPFL (A6, eqs. 3.8-3.11); pair it with ``FLConfig(weighting="uniform")``. ``loss`` and ``penalty``
-    turn it into Fed-nore (see :func:`fednore`)."""
+    turn it into Fed-nore (see :func:`fednore`).
+
+    Accounting: the thesis's global convention (every participant one sampled Gaussian mechanism with q = 1/M), or
+    with ``drop_out=True`` Alg. 3.2 as written (§3.3.1.2): each client composes its own uploads (q = 1) and drops
+    out once its next upload would exceed ``budget``; training stops when fewer than m clients remain."""
     return Algorithm(transforms=[MedianClip(per_layer=True),
-                                 GaussianNoise(noise_multiplier, per_sample=True, accounting="global", budget=budget,
-                                               orders=DEFAULT_ORDERS)],
+                                 GaussianNoise(noise_multiplier, per_sample=True,
+                                               accounting="per_client" if drop_out else "global", budget=budget,
+                                               orders=DEFAULT_ORDERS, drop_out=drop_out)],
                      loss=loss, penalty=penalty)
 
 
@@ -140,3 +145,13 @@ def fednore1_nonconvex_bound(rounds: int, gap0: float, *, lam: float, noise_mult
     q1 = fednore1_q1(lam, noise_multiplier, n, beta)
     denom = l1 - rho * l1**2 / 2
     return gap0 / (denom * rounds) + (beta * q1 * (1 - l1 * rho) + rho * q1**2 / 2) / denom
+
+
+def uploads_budget(noise_multiplier: float, uploads: int, delta: float,
+                   orders: tuple[float, ...] = DEFAULT_ORDERS) -> PrivacyBudget:
+    """The per-client budget (ε, δ) under which a client of Alg. 3.2 (per-client accounting: each upload one
+    Gaussian mechanism with multiplier σ, q = 1) may upload exactly ``uploads`` times before it drops out."""
+    if isinstance(uploads, bool) or not isinstance(uploads, int) or uploads < 1:
+        raise ValueError(f"uploads must be an int >= 1, got {uploads!r}")
+    rdp = compute_rdp(q=1.0, noise_multiplier=noise_multiplier, steps=uploads, orders=orders)
+    return PrivacyBudget(rdp_to_epsilon(orders, rdp, delta)[0] * (1 + 1e-9), delta)

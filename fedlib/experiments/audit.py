@@ -219,6 +219,33 @@ def chapter_audit(names: Sequence[tuple[str, float]], *, seed: int, trials: int 
                        key=f"chapter-{name}-{sigma:g}") for name, sigma in names]
 
 
+def chapter_audit_as_run(cases: Sequence[tuple[str, float, float]], *, seed: int, trials: int = 2000,
+                         delta: float = 1e-5) -> list[dict]:
+    """Audit lines of a chapter whose clients add noise σC/n_i (thesis ch. 3): each (mechanism, σ, n_i) of ``cases``
+    is audited as run — noise std σC/n_i, i.e. the case at multiplier σ/n_i, whose claimed ε is then the one-release
+    ε against a client-level sensitivity C — beside the one-release ε of the thesis's convention (multiplier σ on a
+    sensitivity C/n_i), and whether the audit exceeds that. n_i = 1 for a server-side mechanism."""
+    rows = chapter_audit([(name, sigma / n) for name, sigma, n in cases], seed=seed, trials=trials, delta=delta)
+    for row, (_, sigma, n) in zip(rows, cases):
+        thesis = gaussian_epsilon(1 / sigma, delta) if sigma > 0 else float("inf")
+        row.update(sigma_thesis=sigma, n_i=n, thesis_claimed_eps=thesis,
+                   audit_exceeds_thesis_claim=row["audited_eps_lb"] > thesis)
+    return rows
+
+
+def add_audit_as_run(res: Results, units: Units, cases: Sequence[tuple[str, float, float]], *, seed: int,
+                     trials: int, what: str) -> None:
+    """The ``audit`` unit of a thesis-ch.-3 chapter: :func:`chapter_audit_as_run` of ``cases``, written into the
+    chapter's results as the table ``audit`` (nothing while the unit has not run)."""
+    audit = units.run("audit", {"cases": cases, "trials": trials},
+                      lambda: {"rows": chapter_audit_as_run(cases, seed=seed, trials=trials)})
+    if audit is not None:
+        res.add_table("audit", f"Privacy audit of {what} as run (noise σC/n_i on the client, so the audited "
+                      "multiplier is σ/n_i): the exact one-release ε against a client-level sensitivity, the thesis's "
+                      f"one-release claim (multiplier σ) and the audited lower bound ε̂ ({trials} runs, 95 %)",
+                      audit["rows"])
+
+
 def add_chapter_audit(res: Results, names: Sequence[tuple[str, float]], *, seed: int) -> None:
     """Write :func:`chapter_audit`'s lines into a DP chapter's results as the table ``audit``."""
     add_audit_table(res, chapter_audit(names, seed=seed))

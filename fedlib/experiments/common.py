@@ -32,11 +32,12 @@ class Federation:
 
 
 def make_federation(dataset: str, method: str, num_clients: int, *, seed: int, repeat: int = 1,
-                    subset: str = "all", **partition_kwargs) -> Federation:
-    """Load ``dataset`` (``subset``: see :func:`fedlib.data.load_dataset`; a chapter passes its mode) and partition
-    its training split with ``method`` (see :func:`fedlib.data.partition`)."""
-    train = load_dataset(dataset, train=True, subset=subset)
-    test = load_dataset(dataset, train=False, subset=subset)
+                    subset: str = "all", normalize: bool = True, **partition_kwargs) -> Federation:
+    """Load ``dataset`` (``subset``: see :func:`fedlib.data.load_dataset`; a chapter passes its mode; ``normalize``:
+    standardised inputs, else pixels in [0, 1]) and partition its training split with ``method`` (see
+    :func:`fedlib.data.partition`)."""
+    train = load_dataset(dataset, train=True, subset=subset, normalize=normalize)
+    test = load_dataset(dataset, train=False, subset=subset, normalize=normalize)
     clients = partition(method, train.y, num_clients, generator=make_generator(seed, "partition", method),
                         repeat=repeat, **partition_kwargs)
     return Federation(train, test, clients)
@@ -58,6 +59,28 @@ def first_round_updates(model: str, fed: Federation, clients: Sequence[int], *, 
     start = get_flat(trainer.model)
     return [trainer.train(start, fed.train.x, fed.train.y, fed.clients[i], lr=lr, opt=opt,
                           generator=make_generator(seed, stream, i))[0] for i in clients]
+
+
+def one_sample_neighbours(model: str, fed: Federation, client: int, replacements: Sequence[int], *, seed: int,
+                          lr: float, opt: LocalSGD, stream: str) -> tuple[Tensor, list[Tensor]]:
+    """Client ``client``'s update after one round of local training from W^0, and its updates on neighbouring data
+    sets (sample level): its first sample replaced by training sample r, for each r of ``replacements``. Every run
+    uses the same (seed, stream, client) random stream, so the mini-batch order is the same and only the replaced
+    sample differs."""
+    trainer = LocalTrainer(fresh_model(model, seed))
+    start = get_flat(trainer.model)
+    indices = fed.clients[client]
+
+    def update(idx: Tensor) -> Tensor:
+        return trainer.train(start, fed.train.x, fed.train.y, idx, lr=lr, opt=opt,
+                             generator=make_generator(seed, stream, client))[0]
+
+    neighbours = []
+    for r in replacements:
+        swapped = indices.clone()
+        swapped[0] = r
+        neighbours.append(update(swapped))
+    return update(indices), neighbours
 
 
 def checkpoint_path(root: Path | None, chapter: str, seed: int, run: str) -> Path | None:

@@ -40,7 +40,8 @@ class Component:
     A component that keeps state across rounds (a momentum buffer, an accountant, a running median)
     overrides ``reset``, ``state_dict`` and ``load_state_dict``, so that the engine can start fresh
     runs and resume checkpointed ones exactly. ``metrics`` adds per-round numbers to the run's log;
-    ``allows_round`` lets a component with a privacy budget stop training before it is overspent.
+    ``allows_round`` lets a component with a privacy budget stop training before it is overspent, and
+    ``dropped_out`` lets it take clients whose own budget is spent out of the sampling (thesis Alg. 3.2).
     """
 
     def reset(self) -> None:
@@ -57,3 +58,7 @@ class Component:
 
     def allows_round(self, ctx: RoundContext) -> bool:
         return True
+
+    def dropped_out(self, num_clients: int) -> frozenset[int]:
+        """Clients that may no longer be sampled (none by default)."""
+        return frozenset()

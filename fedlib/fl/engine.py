@@ -168,9 +168,13 @@ class RunResult(_Metrics):
                           dict(extra))
 
 
-def sample_clients(num_clients: int, m: int, generator: torch.Generator) -> tuple[int, ...]:
-    """m distinct clients drawn uniformly without replacement, sorted."""
-    return tuple(sorted(torch.randperm(num_clients, generator=generator)[:m].tolist()))
+def sample_clients(num_clients: int, m: int, generator: torch.Generator,
+                   exclude: frozenset[int] = frozenset()) -> tuple[int, ...]:
+    """m distinct clients drawn uniformly without replacement from those not in ``exclude``, sorted."""
+    if not exclude:
+        return tuple(sorted(torch.randperm(num_clients, generator=generator)[:m].tolist()))
+    remaining = [c for c in range(num_clients) if c not in exclude]
+    return tuple(sorted(remaining[i] for i in torch.randperm(len(remaining), generator=generator)[:m].tolist()))
 
 
 class _ClientPool:
@@ -325,7 +329,11 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
     diverged = False
     try:
         for t in rounds:
-            chosen = sample_clients(num_clients, config.clients_per_round, make_generator(config.seed, "sample", t))
+            dropped = frozenset().union(*(comp.dropped_out(num_clients) for comp in algorithm.components()))
+            if num_clients - len(dropped) < config.clients_per_round:
+                break  # too few clients with budget left (thesis Alg. 3.2, lines 4-6)
+            chosen = sample_clients(num_clients, config.clients_per_round, make_generator(config.seed, "sample", t),
+                                    dropped)
             ctx = RoundContext(t, num_clients, config.clients_per_round, chosen, slices, config.seed)
             if not all(comp.allows_round(ctx) for comp in algorithm.components()):
                 break

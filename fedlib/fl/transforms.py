@@ -145,6 +145,10 @@ class GaussianNoise(ClientTransform):
     participating client is one sampled Gaussian mechanism with q = 1/M; it reproduces the thesis's
     round counts (e.g. 52 rounds at σ = 8, 100 clients, (0.5, 1e-6) with the moments accountant).
 
+    Client drop-out (``drop_out=True``, per-client accounting with a budget; thesis §3.3.1.2 and Alg. 3.2): a
+    client whose next upload would exceed the budget drops out of the sampling; training stops when fewer than m
+    clients remain.
+
     Args:
         noise_multiplier: σ.
         per_sample: divide the sensitivity by n_i.
@@ -153,18 +157,23 @@ class GaussianNoise(ClientTransform):
         budget: stop training before the next round would exceed it.
         delta: δ at which ε is reported when no budget is given.
         orders: Rényi orders of the accountants.
+        drop_out: clients whose budget is spent drop out (needs ``accounting="per_client"`` and a budget).
     """
 
     def __init__(self, noise_multiplier: float, *, per_sample: bool = False,
                  support: Literal["all", "kept"] = "all", accounting: Literal["per_client", "global"] = "per_client",
                  budget: PrivacyBudget | None = None, delta: float = 1e-5,
-                 orders: Sequence[float] = DEFAULT_ORDERS) -> None:
+                 orders: Sequence[float] = DEFAULT_ORDERS, drop_out: bool = False) -> None:
         if not noise_multiplier >= 0:
             raise ValueError(f"noise_multiplier must be >= 0, got {noise_multiplier!r}")
         if support not in ("all", "kept"):
             raise ValueError(f"support must be 'all' or 'kept', got {support!r}")
         if accounting not in ("per_client", "global"):
             raise ValueError(f"accounting must be 'per_client' or 'global', got {accounting!r}")
+        if drop_out and (accounting != "per_client" or budget is None):
+            raise ValueError(f"drop_out=True needs accounting='per_client' and a budget, got accounting="
+                             f"{accounting!r}, budget={budget!r}")
+        self.drop_out = drop_out
         self.noise_multiplier = float(noise_multiplier)
         self.per_sample = per_sample
         self.support = support
@@ -213,11 +222,24 @@ class GaussianNoise(ClientTransform):
                 return False
         return True
 
+    def dropped_out(self, num_clients: int) -> frozenset[int]:
+        """With ``drop_out``: the clients whose next upload would exceed the budget (all of them if one upload
+        already would)."""
+        if not self.drop_out or self.noise_multiplier == 0:
+            return frozenset()
+        fresh = RDPAccountant(self.orders)
+        if fresh.would_exceed(self.budget, noise_multiplier=self.noise_multiplier, sample_rate=1.0):
+            return frozenset(range(num_clients))
+        return frozenset(c for c, acc in self.ledger.accountants.items()
+                         if acc.would_exceed(self.budget, noise_multiplier=self.noise_multiplier, sample_rate=1.0))
+
     def metrics(self) -> dict[str, float]:
         if self.accounting == "global":
             eps = self.accountant.get_epsilon(self.report.delta, self.report.conversion)
         else:
             eps = self.ledger.max_epsilon(self.report.delta, self.report.conversion)
+        if self.drop_out:
+            return {"epsilon_ldp": eps, "dropped_out": float(len(self.dropped_out(0)))}
         return {"epsilon_ldp": eps}
 
     def reset(self) -> None:

@@ -99,7 +99,14 @@ def gaussian_delta(epsilon: float, ratio: float) -> float:
         raise ValueError(f"ratio must be >= 0, got {ratio!r}")
     if ratio == 0:
         return 0.0
-    return max(0.0, _phi(ratio / 2 - epsilon / ratio) - math.exp(epsilon) * _phi(-ratio / 2 - epsilon / ratio))
+    x = -ratio / 2 - epsilon / ratio
+    if epsilon < 700:
+        second = math.exp(epsilon) * _phi(x)
+    else:  # e^ε overflows: e^ε Φ(x) in log space
+        from scipy.special import log_ndtr
+
+        second = math.exp(epsilon + float(log_ndtr(x)))
+    return max(0.0, _phi(ratio / 2 - epsilon / ratio) - second)
 
 
 def analytic_gaussian_ratio(epsilon: float, delta: float) -> float:
