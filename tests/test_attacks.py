@@ -219,3 +219,77 @@ def test_bad_attack_config_names_the_parameter():
         AttackConfig(objective="l1")
     with pytest.raises(ValueError, match="iterations"):
         AttackConfig(iterations=0)
+
+
+# --- the convergence analysis of §4.3 (fedlib.attacks.theory), each function against its equation ---------------
+
+def test_lemma7_k1_is_eq_4_5_and_one_without_noise_or_clipping():
+    from fedlib.attacks.theory import lemma7_k1
+
+    assert lemma7_k1(0.0, 2.0, 1.5, 100) == 1.0  # σ = 0, C ≥ ‖g‖ (spec card check 11)
+    assert lemma7_k1(0.0, 0.5, 2.0, 100) == 0.25  # clipping alone: C/‖g‖
+    # eq. 4.5: min(1, C/‖g‖) + (σ/√n)·C/‖g‖
+    assert lemma7_k1(0.3, 0.5, 2.0, 16) == pytest.approx(0.25 + 0.3 / 4 * 0.25)
+    # the √d reading: σC√d/n in place of σC/√n; equal to the printed one when d = n
+    assert lemma7_k1(0.3, 0.5, 2.0, 16, dim=16) == pytest.approx(lemma7_k1(0.3, 0.5, 2.0, 16))
+    assert lemma7_k1(0.3, 0.5, 2.0, 16, dim=1600) == pytest.approx(0.25 + 0.3 * 0.5 * 40 / 16 / 2.0)
+    with pytest.raises(ValueError, match="bound"):
+        lemma7_k1(0.1, 0.0, 1.0, 10)
+    with pytest.raises(ValueError, match="n must"):
+        lemma7_k1(0.1, 1.0, 1.0, 0)
+
+
+def test_lemma7_bound_fails_as_printed_and_holds_with_sqrt_d_on_flat_clipping():
+    from fedlib.algorithms.udp import privatize
+    from fedlib.attacks.theory import lemma7_k1
+
+    gen = torch.Generator().manual_seed(0)
+    g = {"w": torch.randn(200, 50, generator=gen), "b": torch.randn(200, generator=gen)}
+    norm = float(torch.cat([t.flatten() for t in g.values()]).norm())
+    d, n = 10_200, 10
+    for sigma, bound in ((0.5, 1.0), (0.1, 20.0), (2.0, 0.5)):
+        noisy = privatize(g, bound=bound, noise_multiplier=sigma, num_samples=n, generator=gen, mode="flat")
+        measured = float(torch.cat([t.flatten() for t in noisy.values()]).norm())
+        assert measured > lemma7_k1(sigma, bound, norm, n) * norm  # √n underestimates the noise norm (d ≫ n)
+        assert measured <= lemma7_k1(sigma, bound, norm, n, dim=d) * norm
+
+
+def test_corollary2_k3_is_eqs_4_8_and_4_11():
+    from fedlib.attacks.theory import corollary2_bound, corollary2_k3, theorem6_k2
+
+    for k1 in (1.0, 1.3, 4.0):
+        for s in (0.0, 0.3, 0.5, 1.0):
+            k2 = theorem6_k2(k1)
+            assert k2 == pytest.approx((k1 - 1) / k1)  # eq. 4.9
+            first_line = s * 1 + (1 - s) * (-1) * (1 - 1 / k1) + (1 - s) * 1 * (1 / k1)  # eq. 4.8, first line
+            assert corollary2_k3(k1, s) == pytest.approx(first_line)
+            assert corollary2_k3(k1, s) == pytest.approx(2 * s - 1 + 2 * (1 - s) / k1)
+    assert corollary2_k3(1.0, 0.2) == 1.0  # no noise: the noise-free update (spec card check 11)
+    assert corollary2_k3(2.5) == pytest.approx(1 / 2.5)  # s = 0.5
+    assert corollary2_bound(0.5, lipschitz=2.0, gap=3.0, iterations=10) == pytest.approx(2 * 3 / (2 * 10 * 0.5))
+    with pytest.raises(ValueError, match="s must"):
+        corollary2_k3(2.0, 1.5)
+
+
+def test_lemma8_and_theorem7_follow_eqs_4_13_to_4_17_and_are_undefined_above_k1_one():
+    from fedlib.attacks.theory import lemma8_noisy_objective, theorem7_bound, theorem7_k4, theorem7_k5
+
+    assert lemma8_noisy_objective(1.0, 0.5, 2.0, 4.0) == pytest.approx(1 + math.sqrt(2 * 0.5 * 8))  # eq. 4.13
+    assert lemma8_noisy_objective(1.0, 0.5, 2.0, 4.0, appendix=True) == pytest.approx(1 + 2 * math.sqrt(0.5 * 8))
+    assert lemma8_noisy_objective(1.0, 1.0, 2.0, 4.0) == 1.0  # k1 = 1: J̄ = J
+    assert math.isnan(lemma8_noisy_objective(1.0, 1.2, 2.0, 4.0))
+    assert theorem7_k4(0.5, 2.0, 4.0) == pytest.approx(math.sqrt(2 * 4.0 * 0.5 / 2.0))  # eq. 4.15
+    assert math.isnan(theorem7_k4(1.5, 2.0, 4.0))
+    assert theorem7_k5(0.6, 2.0) == pytest.approx(1 + 0.6 / 3.0)  # eq. 4.17, +
+    assert theorem7_k5(0.6, 2.0, sign=-1) == pytest.approx(1 + 0.6 / 1.0)
+    assert theorem7_bound(2.0, lipschitz=4.0, iterations=2) == pytest.approx(4.0 / (2 * 2 * 4.0))  # eq. 4.16
+    with pytest.raises(ValueError, match="beta3"):
+        theorem7_k5(0.6, 1.0, sign=-1)
+
+
+def test_noise_to_signal_is_the_measured_ratio_of_gaussian_noise_norm_to_signal():
+    from fedlib.attacks.theory import noise_to_signal
+
+    d, n, sigma, bound = 40_000, 8, 0.3, 2.0
+    noise = torch.randn(d, generator=torch.Generator().manual_seed(1)) * sigma * bound / n
+    assert noise_to_signal(1.5, sigma, bound, n, d) == pytest.approx(float(noise.norm()) / 1.5, rel=0.01)

@@ -1,4 +1,4 @@
-"""The UDP client of thesis ch. 4 and the privacy-evaluation chapter (spec card ch4 §9 checks 1-3, 10, 13, 15)."""
+"""The UDP client of thesis ch. 4, its ε, and the privacy-evaluation chapter (spec card ch4 §9 checks 1-3, 10, 13-15)."""
 
 import dataclasses
 import math
@@ -68,53 +68,164 @@ def test_single_end_trajectory_records_starting_weights_and_clean_gradients():
     assert not torch.equal(traj.weights[1]["1.weight"], start["1.weight"])  # one Adam epoch moved the model
 
 
-def test_check13_epsilon_at_sigma_one_and_monotone():
-    from fedlib.experiments.privacy_eval import QUICK, epsilon_of
+def test_check13_thesis_epsilon_at_sigma_one_and_monotone():
+    from fedlib.experiments.privacy_eval import thesis_epsilon
 
-    assert 7.5 <= epsilon_of(1.0, QUICK) <= 9.5
-    eps = [epsilon_of(s, QUICK) for s in (0.3, 0.5, 1.0, 2.0)]
+    assert 7.5 <= thesis_epsilon(1.0, 1e-5) <= 9.5
+    eps = [thesis_epsilon(s, 1e-5) for s in (0.3, 0.5, 1.0, 2.0)]
     assert all(a > b for a, b in zip(eps, eps[1:]))
 
 
-def test_sigma_scale_matches_the_spec_formula():
-    from fedlib.experiments.privacy_eval import DOC_PARAMETERS, sigma_scale
+def test_udp_epsilon_composes_tensors_and_releases_and_uses_the_stated_sensitivity():
+    from fedlib.algorithms.udp import udp_epsilon
+    from fedlib.privacy import DEFAULT_ORDERS
+
+    kw = dict(num_samples=8, delta=1e-5)
+    # L tensors × T releases of a Gaussian with multiplier z compose to one with z / √(L T)
+    assert udp_epsilon(2.0, tensors=4, releases=9, sensitivity="per_sample", **kw) == pytest.approx(
+        udp_epsilon(2.0 / 6, tensors=1, releases=1, sensitivity="per_sample", **kw))
+    # sensitivity 2C against noise σC/n: multiplier σ/(2n)
+    assert udp_epsilon(3.2, tensors=2, releases=3, **kw) == pytest.approx(
+        udp_epsilon(3.2 / 16, tensors=2, releases=3, sensitivity="per_sample", **kw))
+    # q = 1: RDP(α) = L T α / (2 z²), improved conversion (Balle et al. 2020), minimised over the orders
+    z, steps, delta = 0.7, 6, 1e-5
+    expected = min(steps * a / (2 * z * z) + math.log((a - 1) / a) - (math.log(delta) + math.log(a)) / (a - 1)
+                   for a in DEFAULT_ORDERS)
+    assert udp_epsilon(z, num_samples=1, tensors=3, releases=2, delta=delta, sensitivity="per_sample") == (
+        pytest.approx(expected))
+    assert udp_epsilon(0.0, tensors=1, releases=1, **kw) == math.inf
+    with pytest.raises(ValueError, match="sensitivity"):
+        udp_epsilon(1.0, tensors=1, releases=1, sensitivity="sample", **kw)
+    with pytest.raises(ValueError, match="tensors"):
+        udp_epsilon(1.0, tensors=0, releases=1, **kw)
+
+
+def test_sigma_scale_and_sigma_at():
+    from fedlib.experiments.privacy_eval import DOC_PARAMETERS, sigma_at, sigma_scale
 
     assert sigma_scale(100, DOC_PARAMETERS) == 1.0
     assert sigma_scale(8, 943_972) == pytest.approx(0.08 * math.sqrt(5_348_452 / 943_972))
+    assert sigma_at(0.01, 0.1) == 0.1 and sigma_at(0.04, 0.1) == 0.4 and sigma_at(0.001, 10) == 0.0001
 
 
-def test_tiny_chapter_run_writes_the_tables_and_images(tmp_path):
-    from fedlib.experiments.privacy_eval import QUICK, Setting, run
+def test_kaiming_init_draws_he_normal_weights_and_zero_biases():
+    from fedlib.experiments.privacy_eval import kaiming_init
+    from fedlib.models import build_model
+
+    model = kaiming_init(build_model("cnn6", generator=torch.Generator().manual_seed(0)),
+                         torch.Generator().manual_seed(1))
+    conv, linear = model[6], model[-1]  # 36 -> 36 channels, 3x3; 3200 -> 10
+    assert float(conv.weight.detach().std()) == pytest.approx(math.sqrt(2 / (1.04 * 36 * 9)), rel=0.05)
+    assert float(linear.weight.detach().std()) == pytest.approx(math.sqrt(2 / (1.04 * 3200)), rel=0.05)
+    assert torch.equal(linear.bias.detach(), torch.zeros(10))
+
+
+def tiny_config(**kw):
+    from fedlib.experiments.privacy_eval import TINY
+
+    return dataclasses.replace(TINY, **kw)
+
+
+def test_the_shared_gradient_is_clip_plus_noise_from_its_own_stream():
+    from fedlib.experiments.privacy_eval import SingleEnd
+    from fedlib.privacy import clip_by_norm, gaussian_noise
+    from fedlib.rng import make_generator
+
+    cfg = tiny_config(hidden=(32,), rounds=3)
+    se = SingleEnd(cfg, seed=2)
+    g, (C, sigma) = se.trajectory.grads[1], (0.05, 0.1)
+    gen = make_generator(2, "udp-noise", str(C), repr(sigma), "", 2)
+    by_hand = {k: clip_by_norm(v.flatten(), C).view_as(v)
+               + gaussian_noise(v.shape, sigma * se.scale * C / cfg.images, generator=gen) for k, v in g.items()}
+    shared = se.shared(C, sigma, 2)
+    assert all(torch.allclose(shared[k], by_hand[k], atol=1e-7) for k in g)
+    assert all(float(v.norm()) <= C + 1e-6 for v in se.clipped(C, 2).values())
+    # the running median of round t has seen rounds 1..t: as one client privatising its rounds in order
+    median = RunningMedian()
+    for t, grad in enumerate(se.trajectory.grads, 1):
+        sequential = privatize(grad, bound=1.0, noise_multiplier=0.0, num_samples=cfg.images,
+                               generator=torch.Generator(), mode="median", median=median)
+        assert all(torch.equal(sequential[k], v) for k, v in se.clipped("median", t).items())
+
+
+def test_sweeps_hold_every_attack_once_within_the_unit_cost():
+    from fedlib.experiments.privacy_eval import FULL, QUICK, _settings, _sweeps
+
+    for cfg in (QUICK, FULL):
+        settings = _settings(cfg)
+        sweeps = _sweeps(cfg, settings)
+        members = [s for _, part in sweeps for s in part]
+        assert sorted(s.name for s in members) == sorted(s.name for s in settings)
+        assert len({u for u, _ in sweeps}) == len(sweeps)
+        for _, part in sweeps:
+            assert len({(s.objective, s.manner, s.round) for s in part}) == 1
+            cost = sum(s.round if s.manner == "all-round" else 1 for s in part)
+            if cfg.unit_cost is not None and len(part) > 1:
+                assert cost <= cfg.unit_cost
+    assert len(_sweeps(QUICK, _settings(QUICK))) == 9  # quick: one unit per (objective, manner, round)
+
+
+def test_concordance_counts_pairs_ordered_alike():
+    from fedlib.experiments.privacy_eval import _concordance
+
+    assert _concordance([1, 2, 3], [10, 20, 30]) == 1.0
+    assert _concordance([1, 2, 3], [30, 20, 10]) == 0.0
+    assert _concordance([1, 2, 3], [10, 30, 20]) == pytest.approx(2 / 3)
+    assert _concordance([1, 1], [1, 2]) is None
+
+
+def test_tiny_chapter_run_measures_every_claim_and_keeps_the_images(tmp_path):
+    from fedlib.experiments.privacy_eval import LEDGER, Setting, run
     from fedlib.results import load_results
 
-    tiny = dataclasses.replace(QUICK, images=4, hidden=(32,), batch_size=2, rounds=2, evaluator_epochs=1,
-                               attack=AttackConfig(iterations=3, lr=0.05), fl_clients=2, fl_images=4, fl_epochs=1)
-    res = run(tiny, seed=0)
-    assert [(r["setting"], r["C"]) for r in res.tables["T4.4"]["rows"]] == [("FL", 0.1), ("FL", 1.0), ("SE", 0.1),
-                                                                           ("SE", 1.0)]
-    for table in ("T4.1", "T4.3", "T4.4", "T4.5"):
-        rows = res.tables[table]["rows"]
-        assert rows and all("paper" in r and r["ours"] is not None for r in rows)
-    assert {c["id"] for c in res.claims} >= {"psnr_falls_with_noise", "larger_c_leaks_more",
-                                             "all_round_beats_one_round"}
+    cfg = tiny_config(rounds=2, t43=((1.0, 0.01), (1.0, 0.04)), curves=((1.0, 0.1),), t44=(1.0,),
+                      attack=AttackConfig(iterations=3, lr=0.05), fl_clients=2, fl_images=4, fl_epochs=1)
+    res = run(cfg, seed=0)
+    assert {c["id"] for c in res.claims} == {c.id for c in LEDGER}
+    for table in ("T4.1", "T4.3", "T4.4", "privacy", "attack_vs_epsilon", "theory", "F4.7"):
+        assert res.tables[table]["rows"], table
+    assert [(r["setting"], r["C"]) for r in res.tables["T4.4"]["rows"]] == [("FL", 1.0), ("SE", 1.0)]
+    assert all(r["ours"] is not None for r in res.tables["T4.4"]["rows"])
     res.save(tmp_path)
     back = load_results("privacy_eval", "quick", tmp_path)
-    assert back.images["truth"].shape == (4, 32, 32, 3)
-    assert Setting(1.0, 0.1).name in back.images  # round-1 reconstructions are kept for the image grids
-    for c, sigma in tiny.curves:  # check 15: at round 1 the all-round attack is the one-round attack
-        one = back.series[f"loss/C = {c:g}, σ = {sigma:g}/one-round"]
-        every = back.series[f"loss/C = {c:g}, σ = {sigma:g}/all-round"]
-        assert one["y"][0] == pytest.approx(every["y"][0], rel=1e-4)
+    assert back.images["truth"].shape == (2, 32, 32, 3)
+    assert Setting(1.0, 0.001).name in back.images  # round-1 reconstructions are kept for the image grids
+    # check 15: at round 1 the all-round attack is the one-round attack
+    one, every = back.series["loss/C = 1, σ = 0.1/one-round"], back.series["loss/C = 1, σ = 0.1/all-round"]
+    assert one["y"][0] == pytest.approx(every["y"][0], rel=1e-4)
+
+
+def test_full_mode_plans_its_units_and_blocks_the_fl_attack_before_any_unit_runs(monkeypatch):
+    import fedlib.experiments.privacy_eval as chapter
+    from fedlib.units import Units
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("planning must not train or attack")
+
+    monkeypatch.setattr(chapter, "single_end_trajectory", forbidden)
+    monkeypatch.setattr(chapter, "run_federated", forbidden)
+    units = Units("privacy_eval", "full", 0, plan_only=True)
+    res = chapter.run(chapter.FULL, mode="full", seed=0, units=units)
+    summary = units.summary()
+    assert "t44-fl/*" in summary["blocked"] and "CIFAR-100" in summary["blocked"]["t44-fl/*"]
+    assert not any(u.startswith("t44-fl/round") for u in units.state)  # blocked: never planned after the SE grid
+    assert summary["done"] == 0 and summary["not_run"] == summary["total"] - 1
+    assert any(u.startswith("attack/cosine/all-round/round15") for u in summary["missing"])
+    assert sum(u.startswith("f47/") for u in summary["missing"]) == 15 + 2
+    assert all(r["ours"] is None for r in res.tables["T4.1"]["rows"])
+    assert {c["outcome"] for c in res.claims} <= {"not run", "quick mode only", "full mode only",
+                                                  "reproduced", "not reproduced", "inconclusive"}
 
 
 def test_chapter_bad_input_names_the_parameter():
-    from fedlib.experiments.privacy_eval import QUICK, run
+    from fedlib.experiments.privacy_eval import QUICK, SingleEnd, run
 
     with pytest.raises(ValueError, match="images"):
         run(dataclasses.replace(QUICK, images=101))
-    with pytest.raises(ValueError, match="download the full CIFAR-100"):  # the offline subset has 1,117 images
-        run(dataclasses.replace(QUICK, fl_clients=40, fl_images=100, attack=AttackConfig(iterations=1),
-                                evaluator_epochs=1, rounds=1))
+    with pytest.raises(ValueError, match="attack_rounds"):
+        run(dataclasses.replace(QUICK, attack_rounds=(2, 3)))
+    with pytest.raises(ValueError, match="init"):
+        SingleEnd(QUICK, 0).dummies("zeros")
 
 
 def test_check14_udp_fl_without_noise_and_clipping_is_fedavg_and_noise_std_is_sigma_c_over_n():

@@ -3,21 +3,29 @@
 Single-end (SE) setting of §4.4 (spec card A4.2): one client with n CIFAR-100 images, one per class, shares the
 clipped, noised mean gradient of its images every round (eqs. 4.1-4.2) and trains one Adam epoch; an attacker with
 the model, the weights and the labels inverts the shared gradients with the cosine attack (eq. 2.14) or the
-Euclidean one (eq. 4.12), one round at a time or on the sum of all rounds (§4.2.5). Reproduces Tables 4.1, 4.3 and
-4.5 and Figs. 4.1-4.5 at the thesis's noise levels; quick mode shrinks the MLP and n and rescales σ so that the
-noise-to-signal ratio matches the thesis's (spec card §8): σ_run = σ_doc (n / 100) √(d_doc / d).
+Euclidean one (eq. 4.12), one round at a time or on the sum of all rounds (§4.2.5). Reproduces Tables 4.1, 4.3,
+4.4 and 4.5, Figs. 4.1-4.7 and the §4.3 analysis at the thesis's noise levels; quick mode shrinks the MLP and n and
+rescales σ so that the noise-to-signal ratio matches the thesis's (spec card §8): σ_run = σ_doc (n / 100) √(d_doc / d).
+
+Full mode runs as units (:mod:`fedlib.units`): one attack sweep (a batch of attacks sharing objective, manner and
+round), one FL training run, or the mechanism's norms per unit. The FL attack setting (Table 4.4) needs the full
+CIFAR-100 and is blocked, with the data message, before any unit runs when the data root lacks it.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import math
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
+import numpy as np
 import torch
 
-from fedlib.algorithms.udp import privatize, single_end_trajectory, udp_fl
+from fedlib.algorithms.udp import privatize, single_end_trajectory, udp_epsilon, udp_fl
 from fedlib.attacks import (
     AttackConfig,
     cosine_similarity,
@@ -28,15 +36,20 @@ from fedlib.attacks import (
     reconstruct,
     ssim,
 )
-from fedlib.data import load_dataset
-from fedlib.experiments.common import fresh_model
+from fedlib.attacks.theory import corollary2_k3, lemma7_k1, noise_to_signal, theorem7_k4
+from fedlib.data import DATASETS, DatasetIncompleteError, load_dataset, pixel_source
+from fedlib.experiments.common import fresh_model, train_unit
 from fedlib.fl import FLConfig, LocalSGD, run_federated
 from fedlib.fl.client import LocalTrainer
 from fedlib.fl.params import as_dict, get_flat, set_flat
+from fedlib.ledger import Claim
 from fedlib.models import num_parameters
-from fedlib.privacy import DEFAULT_ORDERS, RunningMedian, compute_rdp, rdp_to_epsilon
+from fedlib.privacy import RunningMedian
 from fedlib.results import Results
 from fedlib.rng import make_generator
+from fedlib.units import Units
+
+Params = dict[str, torch.Tensor]
 
 DOC_PARAMETERS = 5_348_452  # the thesis's MLP 3072-1024-1024-1024-100
 DOC_SAMPLES = 100
@@ -60,25 +73,42 @@ T43 = {(0.1, 0.001): (20.8497, 0.59, 0.0322), (0.1, 0.01): (20.7342, 0.58, 0.032
 #: Table 4.4 (all-round attack, σ not stated: σC = 0.04, spec §7.5): (setting, C) -> (PSNR, Prob leak, LPIPS)
 T44 = {("FL", 0.1): (12.56, 0.57, 0.1916), ("FL", 1.0): (12.76, 0.54, 0.1991), ("FL", 10.0): (11.00, 0.21, 0.2332),
        ("SE", 0.1): (12.42, 0.55, 0.2202), ("SE", 1.0): (12.40, 0.51, 0.2224), ("SE", 10.0): (10.69, 0.25, 0.2330)}
-#: Table 4.5 (Euclidean rows; the cosine rows are Table 4.3's): (C, σ) -> (PSNR, Prob leak, LPIPS)
-T45_EUCLIDEAN = {(0.1, 0.01): (17.1171, 0.54, 0.1146), (0.1, 0.1): (16.6834, 0.54, 0.1164),
-                 (1.0, 0.01): (20.0328, 0.5, 0.0829), (1.0, 0.1): (12.1396, 0.21, 0.2525),
-                 (10.0, 0.01): (12.1396, 0.21, 0.2525), (10.0, 0.1): (7.8497, 0.21, 0.4113)}
+#: Table 4.5: (attack, C, σ) -> (PSNR, Prob leak, LPIPS)
+T45 = {("euclidean", 0.1, 0.01): (17.1171, 0.54, 0.1146), ("cosine", 0.1, 0.01): (20.7342, 0.58, 0.0329),
+       ("euclidean", 0.1, 0.1): (16.6834, 0.54, 0.1164), ("cosine", 0.1, 0.1): (16.2349, 0.53, 0.1052),
+       ("euclidean", 1.0, 0.01): (20.0328, 0.5, 0.0829), ("cosine", 1.0, 0.01): (19.3725, 0.52, 0.0436),
+       ("euclidean", 1.0, 0.1): (12.1396, 0.21, 0.2525), ("cosine", 1.0, 0.1): (9.2355, 0.23, 0.3874),
+       ("euclidean", 10.0, 0.01): (12.1396, 0.21, 0.2525), ("cosine", 10.0, 0.01): (10.4285, 0.26, 0.3385),
+       ("euclidean", 10.0, 0.1): (7.8497, 0.21, 0.4113), ("cosine", 10.0, 0.1): (7.2322, 0.20, 0.4675)}
+#: Fig. 4.7 (FL, CNN6, CIFAR-10): the two accuracies the text gives, (C, σC) -> accuracy
+F47 = {(0.1, 1.0): 0.34, (10.0, 1.0): 0.44}
+#: §4.4.2: "when the base noise scale is one, the ε is derived to be eight" (RDP, δ = 1e-5)
+EPSILON_AT_SIGMA_ONE = 8.0
+#: the thesis's accounting as the spec card reconstructs it (A4.7): q = batch 25 / n 100, 15 steps
+THESIS_ACCOUNTING = {"sample_rate": 0.25, "releases": 15, "num_samples": DOC_SAMPLES}
 
 
 @dataclass(frozen=True)
 class Setting:
-    """One attack: clipping bound C (a number or "median"), the thesis's σ (σ_doc), objective and manner."""
+    """One attack: clipping bound C (a number or "median"), the thesis's σ (σ_doc), objective, manner, round and
+    dummy initialisation ("uniform": U[0, 1] pixels, ours; "normal": N(0, 1) in the standardised input space of
+    the reference code, spec card A4.3)."""
 
     bound: float | str
     sigma: float
     objective: str = "cosine"
     manner: str = "one-round"  # or "all-round"
     round: int = 1
+    init: str = "uniform"
 
     @property
     def name(self) -> str:
-        return f"{self.objective}, {self.manner}, round {self.round}, C = {self.bound}, σ = {self.sigma:g}"
+        text = f"{self.objective}, {self.manner}, round {self.round}, C = {self.bound}, σ = {self.sigma:g}"
+        return text + (", N(0,1) init" if self.init == "normal" else "")
+
+    @property
+    def pair(self) -> tuple[float | str, float]:
+        return self.bound, self.sigma
 
     def total_noise(self, median_bound: float) -> float:
         """σ·C, the thesis's "total noise" (the median bound measured on round 1 for C = "median")."""
@@ -86,24 +116,52 @@ class Setting:
 
 
 @dataclass(frozen=True)
+class FLAccuracyConfig:
+    """Fig. 4.7: UDP-FL with CNN6 on CIFAR-10 (thesis: 40 clients × 100 random images, batch 20, 5 local epochs,
+    15 rounds, local SGD lr 0.01, C ∈ {0.1, 1, 10} × σC ∈ {0.01, 0.1, 1, 10, 100})."""
+
+    clients: int = 40
+    images: int = 100
+    batch_size: int = 20
+    epochs: int = 5
+    lr: float = 0.01
+    rounds: int = 15
+    #: the (C, σC) trained from He initialisation (ours, :func:`kaiming_init`): the thesis's grid
+    runs: tuple[tuple[float, float], ...] = tuple((c, t) for c in (0.1, 1.0, 10.0) for t in (0.01, 0.1, 1.0, 10.0, 100.0))
+    #: (C, σC) also trained from the default initialisation (U(±1/√fan_in), PyTorch's; the thesis states none)
+    default_init: tuple[tuple[float, float], ...] = ((0.1, 0.1), (10.0, 0.1))
+
+
+@dataclass(frozen=True)
 class PrivacyEvalConfig:
-    """FULL: the thesis's SE configuration (100 images, MLP 3x1024, 2,500 iterations at lr 0.01, 15 rounds;
-    GPU advisable). QUICK: 8 images, MLP 3x256, 300 iterations at lr 0.05, 4 rounds (spec card §8)."""
+    """FULL: the thesis's configuration (100 images, MLP 3x1024, 2,500 iterations at lr 0.01, 15 rounds; curves at
+    rounds 1, 5, 10, 15). QUICK: 8 images, MLP 3x256, 300 iterations at lr 0.05, 4 rounds (spec card §8)."""
 
     images: int = 8
     hidden: tuple[int, ...] = (256, 256, 256)
     batch_size: int = 4  # local Adam epoch (thesis: 25 for 100 images)
     rounds: int = 4
     attack: AttackConfig = AttackConfig(iterations=300, lr=0.05)
+    #: rounds at which the per-round attacks (curves, Table 4.4) run; None: every round
+    attack_rounds: tuple[int, ...] | None = None
     t41: tuple[tuple[float, float], ...] = ((0.001, 0.1), (0.1, 0.1), (1.0, 0.1), (0.001, 1.0), (0.1, 1.0), (1.0, 1.0))
     t43: tuple[tuple[float | str, float], ...] = ((0.1, 0.1), (1.0, 0.01), (10.0, 0.001), (1.0, 0.04),
-                                                  ("median", 0.01))
-    euclidean: tuple[tuple[float, float], ...] = ((1.0, 0.001), (1.0, 1.0))
-    #: Fig. 4.2: per-round curves, both manners, for these (C, σ); total noise σC = 0.01 and 0.1 at C = 10
-    #: (per-layer clipping inactive) and at C = 1 (active)
-    curves: tuple[tuple[float, float], ...] = ((10.0, 0.001), (10.0, 0.01), (1.0, 0.01), (1.0, 0.1))
-    claim_curve: tuple[float, float] = (10.0, 0.01)  # the all-round claim is checked on this curve
-    #: Table 4.4: SE vs FL, all-round manner, σ = t44_total_noise / C, metrics averaged over the rounds
+                                                  ("median", 0.01), (0.1, 0.01), (10.0, 0.0001))
+    #: Table 4.5: the thesis's six (C, σ) rows, each attacked with both objectives
+    t45: tuple[tuple[float, float], ...] = ((0.1, 0.01), (0.1, 0.1), (1.0, 0.01), (1.0, 0.1), (10.0, 0.01),
+                                            (10.0, 0.1))
+    #: round-1 settings also attacked from N(0, 1) dummies (the reference code's initialisation)
+    normal_init: tuple[tuple[float, float], ...] = ((1.0, 0.001), (1.0, 1.0))
+    #: Fig. 4.2: per-round curves, both manners, for these (C, σ); total noise σC = 0.01 and 0.1 at C = 1 (the spec
+    #: card's setting, per-layer clipping active) and 0.1 at C = 10 (ours: clipping inactive)
+    curves: tuple[tuple[float, float], ...] = ((1.0, 0.01), (1.0, 0.1), (10.0, 0.01))
+    #: Fig. 4.3: one-round curves at fixed σ for these C ("median" the running median)
+    f43_sigmas: tuple[float, ...] = (0.1,)
+    f43_bounds: tuple[float | str, ...] = (0.1, 1.0, 10.0, "median")
+    #: Fig. 4.4: one-round curves at fixed total noise σC for these C
+    f44_total_noise: float = 0.01
+    f44_bounds: tuple[float, ...] = (0.1, 1.0, 10.0)
+    #: Table 4.4: SE vs FL, all-round manner, σ = t44_total_noise / C, metrics averaged over the attacked rounds
     t44: tuple[float, ...] = (0.1, 1.0)
     t44_total_noise: float = 0.04
     fl_clients: int = 4  # thesis: 40 clients x 100 random images, batch 20, 5 local epochs, local SGD lr 0.01
@@ -111,19 +169,189 @@ class PrivacyEvalConfig:
     fl_batch_size: int = 4
     fl_epochs: int = 5
     fl_lr: float = 0.01
+    f47: FLAccuracyConfig = FLAccuracyConfig(clients=10, images=50, batch_size=10, epochs=1, lr=0.05, rounds=6,
+                                             runs=((0.1, 0.1), (10.0, 0.1), (0.1, 1.0), (10.0, 1.0), (10.0, 100.0)))
     evaluator_epochs: int = 8
     delta: float = 1e-5
-    accountant_q: float = 0.25  # A4.7: batch 25 of n = 100
-    accountant_steps: int = 15
+    grid_images: int = 8  # reconstructions kept per round-1 attack for the image grids
+    #: full mode: at most this many attack-rounds per unit (an all-round attack at round t costs t); None: one unit
+    #: per sweep
+    unit_cost: int | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.images <= DOC_SAMPLES:
+            raise ValueError(f"images must be in 1..{DOC_SAMPLES} (one per CIFAR-100 class), got {self.images!r}")
+        if self.rounds < 1:
+            raise ValueError(f"rounds must be >= 1, got {self.rounds!r}")
+        rounds = self.attacked_rounds
+        if any(not 1 <= t <= self.rounds for t in rounds) or 1 not in rounds:
+            raise ValueError(f"attack_rounds must lie in 1..rounds ({self.rounds}) and include 1, got {rounds}")
+
+    @property
+    def attacked_rounds(self) -> tuple[int, ...]:
+        """The rounds at which the per-round attacks run."""
+        return tuple(sorted(self.attack_rounds or range(1, self.rounds + 1)))
 
 
 QUICK = PrivacyEvalConfig()
 FULL = PrivacyEvalConfig(
     images=100, hidden=(1024, 1024, 1024), batch_size=25, rounds=15, attack=AttackConfig(),
-    t41=tuple((s, c) for s in (0.001, 0.01, 0.1, 1.0) for c in (0.1, 0.4, 1.0)),
-    t43=tuple(k for k in T43), euclidean=tuple(T45_EUCLIDEAN),
-    curves=((10.0, 0.001), (10.0, 0.01), (1.0, 0.001), (1.0, 0.01), (1.0, 0.1), (1.0, 1.0)), t44=(0.1, 1.0, 10.0),
-    fl_clients=40, fl_images=100, fl_batch_size=20, evaluator_epochs=30)
+    attack_rounds=(1, 5, 10, 15),
+    t41=tuple((s, c) for s in (0.001, 0.01, 0.1, 1.0) for c in (0.1, 0.4, 1.0)), t43=tuple(T43),
+    curves=((1.0, 0.001), (1.0, 0.01), (1.0, 0.1), (1.0, 1.0), (10.0, 0.001), (10.0, 0.01)),
+    f43_sigmas=(0.01, 0.1), f43_bounds=(0.1, 0.4, 1.0, 4.0, 10.0, "median"), f44_bounds=(0.1, 0.4, 1.0, 4.0, 10.0),
+    t44=(0.1, 1.0, 10.0), fl_clients=40, fl_images=100, fl_batch_size=20, f47=FLAccuracyConfig(),
+    evaluator_epochs=30, grid_images=10, unit_cost=8)
+
+#: The smallest configuration whose central claim the defect test flips (seconds).
+TINY = PrivacyEvalConfig(
+    images=4, hidden=(256, 256, 256), batch_size=2, rounds=1, attack=AttackConfig(iterations=100, lr=0.05),
+    t41=((0.001, 1.0), (1.0, 1.0)), t43=(), t45=(), normal_init=((1.0, 0.001), (1.0, 1.0)), curves=(), f43_sigmas=(),
+    f44_bounds=(), t44=(), evaluator_epochs=1, grid_images=2,
+    f47=FLAccuracyConfig(clients=2, images=8, batch_size=4, epochs=1, lr=0.05, rounds=1, runs=((1.0, 1.0),),
+                         default_init=()))
+
+#: Deliberate defects for the falsification test: each must flip the central claim's verdict.
+DEFECTS = {"noise_off": "the UDP client shares its clipped gradient without the Gaussian noise of eq. 4.2"}
+
+
+def _lit(c: float, s: float) -> str:
+    return f"C = {c:g}, σ = {s:g}"
+
+
+LEDGER = [
+    # Table 4.1 / 4.3, Fig. 4.1: the noise ladder
+    Claim("psnr_falls_with_noise", "The reconstructions get worse as the noise grows, which fits the principle of "
+          "DP (C = 1: PSNR 28.61 dB at σ = 0.001, 8.95 dB at σ = 1)", "Table 4.1, Fig. 4.1, Table 4.3",
+          "PSNR(C = 1, σ = 0.001) − PSNR(C = 1, σ = 1), round 1, one-round cosine attack", ">", unit="psnr",
+          settings=("uniform init", "N(0,1) init"), central=True,
+          note="uniform init: dummies drawn from U[0, 1] (ours); N(0,1) init: the reference code's N(0, 1) in the "
+               "standardised input space (the thesis says only 'random images')"),
+    Claim("low_noise_leaks_at_small_c", "At C = 0.1 and negligible noise the attack still recovers the images "
+          "(σ = 0.001: PSNR 21.47 dB, cos-sim 0.97; σ = 1: 9.12 dB)", "Table 4.1",
+          "PSNR(C = 0.1, σ = 0.001) − PSNR(C = 0.1, σ = 1), round 1", ">", unit="psnr"),
+    Claim("low_noise_cos_sim", "At σ = 0.001 the reconstructions are nearly the images: cosine similarity 0.97 "
+          "at C = 0.1 and 0.99 at C = 1", "Table 4.1",
+          "cos-sim of the standardised images, ours − the paper's, σ = 0.001, round 1", "≈", unit="cosine",
+          settings=("C = 0.1", "C = 1"),
+          note="the cosine similarity of standardised images does not depend on the image count, so quick mode can "
+               "compare this absolute number"),
+    Claim("collapse_between_001_and_004", "When the total noise σC increases from 0.01 to 0.04 all the metrics "
+          "change greatly: the quality of the reconstructions drops sharply", "Table 4.1, §4.2.3",
+          "PSNR drop from σC = 0.01 to 0.04 minus the largest drop at any other step of the ladder "
+          "0.001, 0.01, 0.04, 0.1, 1 (C = 1)", ">", unit="psnr"),
+    Claim("larger_c_leaks_at_small_sigma", "At a small base noise a larger clipping bound protects less (σ = "
+          "0.001: 28.61 dB at C = 1 vs 21.47 dB at C = 0.1)", "Table 4.1 (observation b)",
+          "PSNR(C = 1) − PSNR(C = 0.1) at σ = 0.001, round 1", ">", unit="psnr"),
+    Claim("larger_c_protects_at_large_sigma", "At a larger base noise a larger clipping bound protects more (σ = 0.1: "
+          "9.29 dB at C = 1 vs 15.92 dB at C = 0.1)", "Table 4.1 (observation b)",
+          "PSNR(C = 0.1) − PSNR(C = 1) at σ = 0.1, round 1", ">", unit="psnr"),
+    Claim("larger_c_leaks_more", "When the total noise is the same, a larger clipping bound gives better "
+          "reconstructions (σC = 0.01: 16.23, 19.37, 20.17 dB for C = 0.1, 1, 10)", "Table 4.3, Fig. 4.5",
+          "PSNR(C = 10) − PSNR(C = 0.1) at equal σC, round 1", ">", unit="psnr",
+          settings=("σC = 0.001", "σC = 0.01", "σC = 0.1"),
+          note="the paper's own differences: +4.72 dB (σC = 0.001), +3.94 dB (0.01), +1.35 dB (0.1)"),
+    Claim("prob_leak_falls_with_noise", "When the total noise increases the attack has a smaller probability of "
+          "leak P(pl) (C = 1: 0.57 at σ = 0.001, 0.23 at σ = 1)", "Table 4.3, eq. 4.3",
+          "P(pl)(C = 1, σ = 0.001) − P(pl)(C = 1, σ = 1), round 1", ">", unit="probability",
+          note="P(pl) with two small evaluators trained here (the thesis's five pretrained ones need downloads)"),
+    Claim("sigma_01_defeats_attack", "A base noise of 0.1 already leads to bad attack results (C = 1: 9.24 dB, "
+          "as bad as σ = 1: 9.11 dB)", "§4.4.2, Table 4.3",
+          "PSNR(C = 1, σ = 0.1) − PSNR(C = 1, σ = 1), round 1", "≈", unit="psnr"),
+    # Figs. 4.2-4.4: attack loss over rounds
+    Claim("loss_rises_with_sigma", "Under the same clipping bound, a larger base noise gives a larger attack loss",
+          "Fig. 4.2", "relative increase of the one-round image MSE (mean over the attacked rounds) from the "
+          "smaller to the larger σ", ">", unit="loss",
+          settings=("C = 1, σ 0.01 → 0.1", "C = 10, σ 0.001 → 0.01 (ours)"),
+          note="attack loss = image MSE (undefined in the thesis, spec card §7.7); C = 10 is our extra setting"),
+    Claim("all_round_beats_one_round", "All-round-manner attacks have a smaller attack loss than one-round-manner "
+          "ones: combining the received gradients increases the leakage (motivating anonymity)", "Fig. 4.2, §4.4.1",
+          "(MSE one-round − MSE all-round) / MSE one-round, means over the attacked rounds after the first", ">",
+          unit="loss", settings=(_lit(1.0, 0.01), _lit(1.0, 0.1), _lit(10.0, 0.01) + " (ours)"),
+          note="the spec card's setting is C = 1; at C = 10 per-layer clipping does not bind (our extra settings)"),
+    Claim("f43_loss_rises_with_c", "Under the same base noise, a larger clipping bound gives a larger attack loss, "
+          "since the total noise increases (our reading, spec card §7.9)", "Fig. 4.3",
+          "relative change of the one-round image MSE (mean over the attacked rounds), C = 10 vs C = 0.1, σ = 0.1",
+          ">", unit="loss"),
+    Claim("f43_loss_falls_with_c_literal", "As the clipping bound increases, the attack loss decreases (the printed "
+          "words, which contradict their reason and Table 4.3)", "Fig. 4.3",
+          "relative change of the one-round image MSE (mean over the attacked rounds), C = 10 vs C = 0.1, σ = 0.1",
+          "<", unit="loss"),
+    Claim("median_like_small_c", "The attack loss of the median clipping bound is similar to that of a smaller "
+          "fixed clipping bound", "Fig. 4.3",
+          "relative difference of the one-round image MSE (mean over the attacked rounds), median vs C = 0.1, "
+          "σ = 0.1", "≈", unit="loss"),
+    Claim("f44_interior_optimum", "Under the same total noise and a small base noise, increasing the clipping bound "
+          "first decreases and then increases the attack loss", "Fig. 4.4",
+          "(min(MSE at C = 0.1, MSE at C = 10) − MSE at C = 1) / MSE at C = 1, one-round, mean over the attacked "
+          "rounds, σC = 0.01", ">", unit="loss"),
+    # Table 4.4 / Fig. 4.6: SE vs FL
+    Claim("fl_leaks_more_than_se", "Most metrics show that FL may have a higher probability of privacy leakage "
+          "than SE learning (PSNR 12.56 vs 12.42 dB at C = 0.1, 12.76 vs 12.40 dB at C = 1)", "Table 4.4",
+          "PSNR(FL) − PSNR(SE), all-round manner, means over the attacked rounds, σC = 0.04", ">", unit="psnr",
+          settings=("C = 0.1", "C = 1"),
+          note="the paper's own differences (+0.14, +0.36 dB) are below the 1 dB margin"),
+    Claim("fl_attack_recovers", "The attack on an FL client recovers information (PSNR 12.56-12.76 dB, against "
+          "9.11 dB at σ = 1 in SE)", "Table 4.4",
+          "PSNR(FL, all-round, mean over the attacked rounds) − PSNR(SE, C = 1, σ = 1, round 1)", ">", unit="psnr",
+          settings=("C = 0.1", "C = 1")),
+    Claim("se_loss_rises_faster_than_fl", "For SE learning the attack loss has a great increase after a few rounds, "
+          "while FL has a mild one", "Fig. 4.6",
+          "rise of the all-round image MSE from the first to the last attacked round, relative, SE minus FL", ">",
+          unit="loss", settings=("C = 0.1", "C = 1")),
+    # Table 4.5
+    Claim("cosine_better_at_small_noise", "When the total noise is smaller than 0.01 the cosine attack gives better "
+          "images than the Euclidean one (C = 0.1, σ = 0.01: 20.73 vs 17.12 dB)", "Table 4.5, §4.4.3",
+          "PSNR(cosine) − PSNR(Euclidean), C = 0.1, σ = 0.01 (σC = 0.001), round 1", ">", unit="psnr"),
+    Claim("euclidean_better_at_large_noise", "When the total noise increases the Euclidean attack gives better "
+          "images (higher PSNR)", "Table 4.5, §4.4.3", "PSNR(Euclidean) − PSNR(cosine), round 1", ">", unit="psnr",
+          settings=(_lit(1.0, 0.1), _lit(10.0, 0.01), _lit(10.0, 0.1)),
+          note="the paper's own differences: +2.90, +1.71 and +0.62 dB (the last below the margin)"),
+    # Fig. 4.7
+    Claim("f47_larger_c_more_accurate", "When the total noise is small, increasing the clipping bound improves "
+          "accuracy: at σC = 1 accuracy rises from 34 % (C = 0.1) to 44 % (C = 10)", "Fig. 4.7, §4.4.2",
+          "final test accuracy, C = 10 − C = 0.1, at equal σC (UDP-FL, CNN6, CIFAR-10)", ">",
+          settings=("σC = 0.1", "σC = 1", "σC = 0.1, default init"),
+          note="CNN6 starts from He initialisation (ours); from the default U(±1/√fan_in) it does not leave chance "
+               "(the setting 'default init')"),
+    Claim("f47_large_noise_destroys", "When the total noise is larger than 10, a large clipping bound destroys the "
+          "FL accuracy", "Fig. 4.7, §4.4.2", "final test accuracy at C = 10: σC = 100 − σC = 1", "<"),
+    # §4.4.2: ε
+    Claim("epsilon_at_sigma_one", "With RDP accounting and δ = 1e-5, a base noise of σ = 1 gives ε = 8", "§4.4.2",
+          "(ε(σ = 1) − 8) / 8", "≈", unit="epsilon", settings=("the thesis's convention", "the mechanism as run"),
+          note="the thesis's convention: sensitivity C/n, q = 0.25, 15 steps (its inputs are not stated; these "
+               "reproduce its number, spec card A4.7). The mechanism as run: sensitivity 2C per tensor (no "
+               "per-image clipping), no subsampling, every tensor and round composed"),
+    Claim("epsilon_large_below_one", "When the base noise is smaller than one, ε is much larger than 100", "§4.4.2",
+          "(smallest ε over the chapter's σ < 1 − 100) / 100", ">", unit="epsilon",
+          settings=("the thesis's convention", "the mechanism as run")),
+    # §4.3 analysis
+    Claim("lemma7_bound", "Lemma 7: the noisy clipped gradient satisfies ‖ḡ‖ ≤ k1‖g‖ with k1 = min(1, C/‖g‖) + "
+          "(σ/√n)·C/‖g‖", "Lemma 7, eqs. 4.4-4.5, appendix G",
+          "fraction of the chapter's (C, σ) whose round-1 gradient, flat-clipped and noised as eq. 4.1-4.2, "
+          "violates ‖ḡ‖ ≤ k1‖g‖", "≈", unit="probability", settings=("√n, as printed", "√d, ours"),
+          note="√d: the norm of d-dimensional Gaussian noise is ≈ σC√d/n, not σC/√n (spec card §7.10)"),
+    Claim("corollary2_tracks_attack", "Increasing the noise scale and clipping bound leads to a higher bound on the "
+          "attack's convergence (Corollary 2), i.e. a worse reconstruction", "Corollary 2, eqs. 4.8-4.11, §4.3",
+          "fraction of pairs of round-1 cosine settings that the bound factor 1/k3 (s = 0.5) orders as the measured "
+          "image MSE, minus 0.5", ">", unit="probability", settings=("√n, as printed", "√d, ours")),
+    # the paper's absolute numbers (full mode: the paper's scale)
+    Claim("t41_values", "Table 4.1's PSNRs", "Table 4.1", "mean |PSNR ours − PSNR paper| over the table's cells",
+          "≈", unit="psnr", modes=("full",)),
+    Claim("t43_values", "Table 4.3's PSNRs", "Table 4.3", "mean |PSNR ours − PSNR paper| over the table's cells",
+          "≈", unit="psnr", modes=("full",)),
+    Claim("t44_values", "Table 4.4's PSNRs", "Table 4.4", "mean |PSNR ours − PSNR paper| over the rows", "≈",
+          unit="psnr", settings=("SE", "FL"), modes=("full",)),
+    Claim("t45_values", "Table 4.5's PSNRs (Euclidean rows)", "Table 4.5",
+          "mean |PSNR ours − PSNR paper| over the Euclidean rows", "≈", unit="psnr", modes=("full",)),
+    Claim("f47_values", "Fig. 4.7's accuracies at σC = 1: 34 % (C = 0.1), 44 % (C = 10)", "Fig. 4.7, §4.4.2",
+          "final test accuracy − the paper's", "≈", settings=("C = 0.1", "C = 10"), modes=("full",)),
+]
+
+
+def sigma_at(total_noise: float, bound: float) -> float:
+    """σ = σC / C, rounded to 10 significant digits (0.01 / 0.1 is 0.1, not 0.09999999999999999)."""
+    return float(f"{total_noise / bound:.10g}")
 
 
 def sigma_scale(images: int, parameters: int) -> float:
@@ -131,263 +359,790 @@ def sigma_scale(images: int, parameters: int) -> float:
     return images / DOC_SAMPLES * math.sqrt(DOC_PARAMETERS / parameters)
 
 
-def _client_data(cfg: PrivacyEvalConfig, seed: int, subset: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """n training images of n different CIFAR-100 classes (one per class; the first of each class found)."""
-    train = load_dataset("cifar100", train=True, normalize=False, subset=subset)
-    if cfg.images > train.num_classes:
-        raise ValueError(f"images must be <= {train.num_classes} (one per class), got {cfg.images}")
-    classes = torch.randperm(train.num_classes, generator=make_generator(seed, "classes"))[:cfg.images]
-    idx = torch.stack([torch.nonzero(train.y == c)[0, 0] for c in classes])
-    return train.x[idx], train.y[idx]
+def thesis_epsilon(sigma: float, delta: float) -> float:
+    """ε in the thesis's convention (spec A4.7): sensitivity C/n, q = 0.25, 15 steps, improved conversion."""
+    return udp_epsilon(sigma, tensors=1, delta=delta, sensitivity="per_sample", **THESIS_ACCOUNTING)
 
 
-def _evaluators(cfg: PrivacyEvalConfig, seed: int, subset: str) -> list[torch.nn.Module]:
-    """Two small CIFAR-100 classifiers trained here on the offline subset: the stand-ins for the thesis's five
-    pretrained evaluators of P(pl), whose weights need the internet (spec card §7.12)."""
-    train = load_dataset("cifar100", train=True, normalize=False, subset=subset)
-    models = []
-    for name, kwargs in (("mlp", dict(in_features=3072, hidden=(256,), num_classes=100)),
-                         ("cnn_cifar", dict(num_classes=100))):
-        trainer = LocalTrainer(fresh_model(name, seed, **kwargs))
-        flat = get_flat(trainer.model)
-        all_idx = torch.arange(len(train))
-        for epoch in range(cfg.evaluator_epochs):
-            update, _ = trainer.train(flat, train.x, train.y, all_idx, lr=0.05, opt=LocalSGD(1, 32, momentum=0.9),
-                                      generator=make_generator(seed, f"evaluator-{name}", epoch))
-            flat = flat - update
-        set_flat(trainer.model, flat)
-        models.append(trainer.model.eval())
-    return models
+def _settings(cfg: PrivacyEvalConfig) -> list[Setting]:
+    """Every SE attack of the chapter, without repeats."""
+    out = [Setting(c, s) for s, c in cfg.t41] + [Setting(c, s) for c, s in cfg.t43]
+    out += [Setting(c, s, objective=o) for c, s in cfg.t45 for o in ("cosine", "euclidean")]
+    out += [Setting(c, s, init="normal") for c, s in cfg.normal_init]
+    for t in cfg.attacked_rounds:
+        for c, s in cfg.curves:
+            out += [Setting(c, s, round=t), Setting(c, s, manner="all-round", round=t)]
+        out += [Setting(c, s, round=t) for c, s in _one_round_curves(cfg)]
+        out += [Setting(c, sigma_at(cfg.t44_total_noise, c), manner="all-round", round=t) for c in cfg.t44]
+    return list(dict.fromkeys(out))
 
 
-def epsilon_of(sigma: float, cfg: PrivacyEvalConfig) -> float:
-    """ε of A4.7: subsampled Gaussian RDP, q = 0.25, 15 steps, δ = 1e-5, improved conversion (≈ 8 at σ = 1)."""
-    rdp = compute_rdp(q=cfg.accountant_q, noise_multiplier=sigma, steps=cfg.accountant_steps, orders=DEFAULT_ORDERS)
-    return rdp_to_epsilon(DEFAULT_ORDERS, rdp, cfg.delta, "improved")[0]
+def _one_round_curves(cfg: PrivacyEvalConfig) -> list[tuple[float | str, float]]:
+    """(C, σ) of Figs. 4.3 and 4.4 (one-round manner)."""
+    pairs = [(c, s) for s in cfg.f43_sigmas for c in cfg.f43_bounds]
+    pairs += [(c, sigma_at(cfg.f44_total_noise, c)) for c in cfg.f44_bounds]
+    return list(dict.fromkeys(pairs))
 
 
-def run(config: PrivacyEvalConfig = QUICK, *, mode: str = "quick", seed: int = 0, progress: bool = False) -> Results:
-    """Run the chapter and return its :class:`~fedlib.results.Results`."""
+class SingleEnd:
+    """The SE client of one run and what the attacker sees: its images, the trajectory W^0, W^1, ..., the shared
+    noisy gradients of every (C, σ), the dummy images and the P(pl) evaluators — each computed on first use, so a
+    full-mode run that reads every unit back computes none of them."""
+
+    def __init__(self, cfg: PrivacyEvalConfig, seed: int, noise: float = 1.0) -> None:
+        self.cfg, self.seed, self.noise = cfg, seed, noise
+
+    @cached_property
+    def data(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """n training images of n different CIFAR-100 classes (the first of each of n random classes among the
+        fixed first 1,117 training images, whatever the data root holds)."""
+        train = load_dataset("cifar100", train=True, normalize=False, subset="quick")
+        classes = torch.randperm(train.num_classes, generator=make_generator(self.seed, "classes"))[:self.cfg.images]
+        idx = torch.stack([torch.nonzero(train.y == c)[0, 0] for c in classes])
+        return train.x[idx], train.y[idx]
+
+    def model(self) -> torch.nn.Module:
+        return fresh_model("mlp", self.seed, in_features=3072, hidden=self.cfg.hidden, num_classes=100)
+
+    @cached_property
+    def dimension(self) -> int:
+        return num_parameters(self.model())
+
+    @cached_property
+    def scale(self) -> float:
+        return sigma_scale(self.cfg.images, self.dimension)
+
+    @cached_property
+    def trajectory(self):
+        x, y = self.data
+        return single_end_trajectory(self.model(), x, y, rounds=self.cfg.rounds, batch_size=self.cfg.batch_size,
+                                     generator=make_generator(self.seed, "se-batches"))
+
+    def shared(self, bound: float | str, sigma: float, t: int, *, mode: str | None = None) -> Params:
+        """ḡ_t of (C, σ) (eqs. 4.1-4.2), clipped per layer, at the running median (C = "median") or, with
+        ``mode="flat"``, as eq. 4.1 prints it; each (C, σ, mode, round) has its own noise stream."""
+        return self._privatize(bound, sigma * self.scale * self.noise, t, mode,
+                               make_generator(self.seed, "udp-noise", str(bound), repr(sigma), mode or "", t))
+
+    def clipped(self, bound: float | str, t: int, *, mode: str | None = None) -> Params:
+        """ĝ_t: the shared gradient without its noise."""
+        return self._privatize(bound, 0.0, t, mode, torch.Generator())
+
+    def _privatize(self, bound: float | str, noise_multiplier: float, t: int, mode: str | None,
+                   generator: torch.Generator) -> Params:
+        mode = mode or ("median" if bound == "median" else "per_layer")
+        grads = self.trajectory.grads
+        median = None
+        if mode == "median":  # the running median has seen rounds 1..t-1; privatize adds round t
+            median = RunningMedian()
+            for g in grads[:t - 1]:
+                privatize(g, bound=1.0, noise_multiplier=0.0, num_samples=self.cfg.images,
+                          generator=torch.Generator(), mode="median", median=median)
+        return privatize(grads[t - 1], bound=1.0 if mode == "median" else float(bound),
+                         noise_multiplier=noise_multiplier, num_samples=self.cfg.images, generator=generator,
+                         mode=mode, median=median)
+
+    @cached_property
+    def median_bound(self) -> float:
+        """Round 1's median bound, averaged over the layers (the running median of round 1 is its own norms)."""
+        return float(torch.stack([g.norm() for g in self.trajectory.grads[0].values()]).mean())
+
+    def dummies(self, init: str) -> torch.Tensor:
+        """The dummy images every attack starts from: U[0, 1] pixels ("uniform") or N(0, 1) in the dataset's
+        standardised space, i.e. mean + std·N(0, 1) in pixels ("normal", the reference code's choice)."""
+        shape = (1, *self.data[0].shape)
+        if init == "uniform":
+            return torch.rand(shape, generator=make_generator(self.seed, "dummy"))
+        if init == "normal":
+            info = DATASETS["cifar100"]
+            mean, std = (torch.tensor(v).view(1, 1, -1, 1, 1) for v in (info.mean, info.std))
+            return mean + std * torch.randn(shape, generator=make_generator(self.seed, "dummy", "normal"))
+        raise ValueError(f"init must be 'uniform' or 'normal', got {init!r}")
+
+    @cached_property
+    def evaluators(self) -> list[torch.nn.Module]:
+        """Two small CIFAR-100 classifiers trained on the fixed first 1,117 training images: the stand-ins for the
+        thesis's five pretrained evaluators of P(pl), whose weights need the internet (spec card §7.12)."""
+        train = load_dataset("cifar100", train=True, normalize=False, subset="quick")
+        models = []
+        for name, kwargs in (("mlp", dict(in_features=3072, hidden=(256,), num_classes=100)),
+                             ("cnn_cifar", dict(num_classes=100))):
+            trainer = LocalTrainer(fresh_model(name, self.seed, **kwargs))
+            flat = get_flat(trainer.model)
+            all_idx = torch.arange(len(train))
+            for epoch in range(self.cfg.evaluator_epochs):
+                update, _ = trainer.train(flat, train.x, train.y, all_idx, lr=0.05,
+                                          opt=LocalSGD(1, 32, momentum=0.9),
+                                          generator=make_generator(self.seed, f"evaluator-{name}", epoch))
+                flat = flat - update
+            set_flat(trainer.model, flat)
+            models.append(trainer.model.eval())
+        return models
+
+    def metrics(self, rec: torch.Tensor, truth: torch.Tensor, total_noise: float) -> dict[str, float]:
+        """PSNR, cosine similarity, Euclidean distance, SSIM, P(pl) and image MSE of a reconstruction."""
+        cs, ed = evaluator_similarity(self.evaluators, rec, truth)
+        return {"psnr": float(psnr(rec, truth).mean()), "cos_sim": float(cosine_similarity(rec, truth).mean()),
+                "euc_dis": float(euclidean_distance(rec, truth).mean()), "ssim": float(ssim(rec, truth).mean()),
+                "prob_leak": leakage_probability(cs, ed, total_noise=total_noise),
+                "mse": float((rec - truth).pow(2).mean())}
+
+    def attack(self, members: list[Setting]) -> dict[str, dict]:
+        """Run ``members`` (sharing objective, manner and round) as one batched :func:`reconstruct` call; the
+        metrics of each, and the first ``grid_images`` reconstructions of round-1 attacks as uint8 bytes."""
+        objective, manner, t = members[0].objective, members[0].manner, members[0].round
+        traj, (x, y) = self.trajectory, self.data
+        first = 1 if manner == "all-round" else t
+        rounds = {n: torch.stack([w[n] for w in traj.weights[first - 1:t]]) for n in traj.weights[0]}
+        targets = [_sum(self.shared(*s.pair, r) for r in range(first, t + 1)) for s in members]
+        targets = {n: torch.stack([g[n] for g in targets]) for n in traj.weights[0]}
+        x0 = torch.cat([self.dummies(s.init) for s in members])
+        out, _ = reconstruct(self.model(), rounds, y.expand(len(members), -1), targets, x0,
+                             cfg=dataclasses.replace(self.cfg.attack, objective=objective), box=(0.0, 1.0))
+        result = {}
+        for s, rec in zip(members, out):
+            entry = self.metrics(rec, x, s.total_noise(self.median_bound))
+            if t == 1:
+                entry["images"] = _encode(rec[:self.cfg.grid_images])
+            result[s.name] = entry
+        return result
+
+
+def _encode(images: torch.Tensor) -> str:
+    """Images in [0, 1] as base64 of their uint8 pixels (small enough for a unit file)."""
+    return base64.b64encode(np.round(images.clamp(0, 1).numpy() * 255).astype(np.uint8).tobytes()).decode()
+
+
+def _decode(text: str, shape: tuple[int, ...]) -> np.ndarray:
+    pixels = np.frombuffer(base64.b64decode(text), dtype=np.uint8).astype(np.float32) / 255
+    return pixels.reshape(-1, *shape)
+
+
+def _sweeps(cfg: PrivacyEvalConfig, settings: list[Setting]) -> list[tuple[str, list[Setting]]]:
+    """The attack units: settings grouped by (objective, manner, round), each group split so that a unit holds at
+    most ``unit_cost`` attack-rounds (an all-round attack at round t matches t rounds)."""
+    groups: dict[tuple, list[Setting]] = {}
+    for s in settings:
+        groups.setdefault((s.objective, s.manner, s.round), []).append(s)
+    units = []
+    for (objective, manner, t), members in groups.items():
+        cost = t if manner == "all-round" else 1
+        parts = 1 if cfg.unit_cost is None else math.ceil(len(members) / max(1, cfg.unit_cost // cost))
+        size = math.ceil(len(members) / parts)  # equal parts
+        for k in range(parts):
+            part = "" if parts == 1 else f"/part{k + 1}"
+            units.append((f"attack/{objective}/{manner}/round{t}{part}", members[k * size:(k + 1) * size]))
+    return units
+
+
+def _se_spec(cfg: PrivacyEvalConfig) -> dict:
+    """Everything the SE client and its attacker depend on (the unit identity of every attack sweep)."""
+    return {"images": cfg.images, "hidden": cfg.hidden, "batch_size": cfg.batch_size, "rounds": cfg.rounds,
+            "attack": cfg.attack, "evaluator_epochs": cfg.evaluator_epochs, "grid_images": cfg.grid_images,
+            "data": "cifar100 quick subset, first image of n random classes"}
+
+
+def run(config: PrivacyEvalConfig = QUICK, *, mode: str = "quick", seed: int = 0, progress: bool = False,
+        units: Units | None = None, defect: str | None = None) -> Results:
+    """Run the chapter and return its :class:`~fedlib.results.Results` (full mode: as units)."""
+    if defect is not None and defect not in DEFECTS:
+        raise ValueError(f"defect must be one of {sorted(DEFECTS)} or None, got {defect!r}")
     began = time.perf_counter()
     cfg = config
+    units = units or Units("privacy_eval", mode, seed)
     res = Results("privacy_eval", mode, seed, dataclasses.asdict(cfg))
-    # quick: the fixed first 1,117 CIFAR-100 images whatever the data root holds; full: any images for the
-    # attacks, the official training split for the FL setting (T4.4)
-    x, y = _client_data(cfg, seed, "quick" if mode == "quick" else "all")
-    model = fresh_model("mlp", seed, in_features=3072, hidden=cfg.hidden, num_classes=100)
-    d = num_parameters(model)
-    scale = sigma_scale(cfg.images, d)
-    traj = single_end_trajectory(fresh_model("mlp", seed, in_features=3072, hidden=cfg.hidden, num_classes=100),
-                                 x, y, rounds=cfg.rounds, batch_size=cfg.batch_size,
-                                 generator=make_generator(seed, "se-batches"))
+    noise = 0.0 if defect == "noise_off" else 1.0
+    subset = "quick" if mode == "quick" else "full"
+    # data needs first: the FL attack setting (Table 4.4) needs fl_clients × fl_images CIFAR-100 training images,
+    # Fig. 4.7 the CIFAR-10 split of this mode
+    fl_blocked = _check_fl_data(cfg, subset)
+    f47_blocked = _check_f47_data(subset)
+    if fl_blocked:
+        units.block("t44-fl/*", fl_blocked)
+    if f47_blocked:
+        units.block("f47/*", f47_blocked)
+
+    se = SingleEnd(cfg, seed, noise)
     settings = _settings(cfg)
-    noisy, median_bound = _shared_gradients(cfg, traj, settings, scale, seed)
-    x0 = torch.rand((1, *x.shape), generator=make_generator(seed, "dummy"))
-    recon = _attack(model, cfg, traj, settings, noisy, y, x0, progress)
-    evaluators = _evaluators(cfg, seed, "quick" if mode == "quick" else "all")
-    metrics = {s: _metrics(recon[s], x, evaluators, s.total_noise(median_bound)) for s in settings}
-    res.add_images("truth", x)
-    for s in settings:
-        if s.round == 1 and s.manner == "one-round":
-            res.add_images(s.name, recon[s])
-    _tables(res, cfg, settings, metrics, scale, d, median_bound)
-    _t44(res, cfg, metrics, _fl_metrics(cfg, model, scale, x0, evaluators, seed, progress, mode))
-    _curves(res, cfg, metrics)
-    _claims(res, cfg, metrics)
+    spec = {**_se_spec(cfg), "noise": noise}
+    metrics: dict[Setting, dict | None] = {}
+    for unit_id, members in _progress(_sweeps(cfg, settings), progress):
+        out = units.run(unit_id, {**spec, "settings": [s.name for s in members]}, lambda m=members: se.attack(m))
+        metrics.update({s: None if out is None else out[s.name] for s in members})
+    mechanism = units.run("mechanism", {**spec, "pairs": _mechanism_pairs(cfg)}, lambda: _mechanism(cfg, se))
+
+    truth = se.data[0]
+    res.add_images("truth", truth[:cfg.grid_images])
+    for s, m in metrics.items():
+        if s.round == 1 and s.manner == "one-round" and s.init == "uniform" and m is not None:
+            res.add_images(s.name, _decode(m["images"], tuple(truth.shape[1:])))
+    dimension = num_parameters(se.model())
+    fl = {} if fl_blocked else _fl_metrics(cfg, units, Federated(cfg, se, seed, subset, noise), progress)
+    f47 = {} if f47_blocked else _f47(cfg, units, seed, subset, noise, progress)
+    tables = _Tables(res, cfg, metrics, mechanism, dimension, fl, f47)
+    _measure(res, tables, tables.build())
+    res.evaluate(LEDGER)
     res.elapsed_s = time.perf_counter() - began
     return res
 
 
-def _settings(cfg: PrivacyEvalConfig) -> list[Setting]:
-    out = [Setting(c, s) for s, c in cfg.t41] + [Setting(c, s) for c, s in cfg.t43]
-    out += [Setting(c, s, objective="euclidean") for c, s in cfg.euclidean]
-    for t in range(1, cfg.rounds + 1):
-        for c, s in cfg.curves:
-            out += [Setting(c, s, round=t), Setting(c, s, manner="all-round", round=t)]
-        out += [Setting(c, cfg.t44_total_noise / c, manner="all-round", round=t) for c in cfg.t44]
-    return list(dict.fromkeys(out))  # drop repeats, keep order
-
-
-def _shared_gradients(cfg: PrivacyEvalConfig, traj, settings: list[Setting], scale: float, seed: int):
-    """ḡ_t for every (C, σ) and round, each pair with its own noise stream; and round 1's median bound."""
-    pairs = list(dict.fromkeys((s.bound, s.sigma) for s in settings))
-    noisy: dict[tuple, list[dict]] = {}
-    median_bound = float("nan")
-    n = cfg.images
-    for k, (bound, sigma) in enumerate(pairs):
-        median = RunningMedian() if bound == "median" else None
-        gen = make_generator(seed, "udp-noise", k)
-        noisy[(bound, sigma)] = [
-            privatize(g, bound=1.0 if bound == "median" else float(bound), noise_multiplier=sigma * scale,
-                      num_samples=n, generator=gen, mode="median" if bound == "median" else "per_layer",
-                      median=median) for g in traj.grads]
-        if median is not None:
-            median_bound = float(median.history[0][0].mean())  # round 1: the running median is its own norms
-    return noisy, median_bound
-
-
-def _attack(model, cfg: PrivacyEvalConfig, traj, settings: list[Setting], noisy, y, x0, progress: bool):
-    """Every attack, batched: those that share (objective, round, manner) run as one :func:`reconstruct` call."""
-    groups: dict[tuple, list[Setting]] = {}
-    for s in settings:
-        groups.setdefault((s.objective, s.round, s.manner), []).append(s)
-    recon = {}
-    for (objective, t, manner), members in _progress(groups.items(), progress):
-        first = 1 if manner == "all-round" else t
-        rounds = {n: torch.stack([w[n] for w in traj.weights[first - 1:t]]) for n in traj.weights[0]}
-        targets = {n: torch.stack([sum(noisy[(s.bound, s.sigma)][r][n] for r in range(first - 1, t)) for s in members])
-                   for n in traj.weights[0]}
-        k = len(members)
-        out, _ = reconstruct(model, rounds, y.expand(k, -1), targets, x0.expand(k, *x0.shape[1:]),
-                             cfg=dataclasses.replace(cfg.attack, objective=objective), box=(0.0, 1.0))
-        recon.update(zip(members, out))
-    return recon
-
-
-def _fl_metrics(cfg: PrivacyEvalConfig, model, scale: float, x0, evaluators, seed: int, progress: bool,
-                subset: str) -> dict[float, list[dict]]:
-    """Table 4.4's FL side: a UDP-FL run per C (the noise changes the global model), client 0 attacked with the
-    all-round manner after every round; the metrics of every round."""
-    train = load_dataset("cifar100", train=True, normalize=False, subset=subset)
+def _check_fl_data(cfg: PrivacyEvalConfig, subset: str) -> str | None:
+    """Why the FL attack units cannot run here (None if they can)."""
+    try:
+        train = load_dataset("cifar100", train=True, normalize=False, subset=subset)
+    except DatasetIncompleteError as err:
+        return f"Table 4.4's FL setting: {err}"
     need = cfg.fl_clients * cfg.fl_images
     if need > len(train):
-        raise ValueError(f"the FL setting needs fl_clients × fl_images = {need} CIFAR-100 training images; the "
-                         f"dataset at hand has {len(train)} (the offline subset): download the full CIFAR-100")
-    idx = torch.randperm(len(train), generator=make_generator(seed, "fl-images"))[:need].view(cfg.fl_clients, -1)
+        return (f"Table 4.4's FL setting needs fl_clients × fl_images = {need} CIFAR-100 training images; the "
+                f"{subset} split has {len(train)}")
+    return None
+
+
+def _check_f47_data(subset: str) -> str | None:
+    try:
+        for train in (True, False):
+            load_dataset("cifar10", train=train, normalize=False, subset=subset)
+    except DatasetIncompleteError as err:
+        return f"Fig. 4.7: {err}"
+    return None
+
+
+def _mechanism_pairs(cfg: PrivacyEvalConfig) -> list[tuple[float, float]]:
+    """Fixed-C round-1 pairs of the cosine attacks (Lemma 7, Corollary 2, SNR) and the curves' pairs (√t)."""
+    pairs = [s.pair for s in _settings(cfg) if s.round == 1 and s.objective == "cosine" and s.bound != "median"]
+    return list(dict.fromkeys(pairs + list(cfg.curves)))
+
+
+def _norm(p: Params) -> float:
+    return float(torch.sqrt(sum(v.double().pow(2).sum() for v in p.values())))
+
+
+def _sub(a: Params, b: Params) -> Params:
+    return {k: a[k] - b[k] for k in a}
+
+
+def _sum(terms: Iterable[Params]) -> Params:
+    total: Params = {}
+    for p in terms:
+        total = {k: total[k] + v for k, v in p.items()} if total else dict(p)
+    return total
+
+
+def _mechanism(cfg: PrivacyEvalConfig, se: SingleEnd) -> dict:
+    """Per (C, σ): round 1's ‖g‖ and, flat-clipped and noised as eq. 4.1-4.2 prints it, ‖ḡ‖ (Lemma 7); per round
+    the norms of the one-round and all-round targets' signal and noise (per layer, as run; √t); and round 1's
+    median bound."""
+    g1 = se.trajectory.grads[0]
     out = {}
-    for c in _progress(cfg.t44, progress):
-        fl_model = fresh_model("mlp", seed, in_features=3072, hidden=cfg.hidden, num_classes=100)
-        fl_cfg = FLConfig(rounds=cfg.rounds, clients_per_round=cfg.fl_clients,
-                          local=LocalSGD(cfg.fl_epochs, cfg.fl_batch_size), lr=cfg.fl_lr, weighting="uniform",
-                          seed=seed)
-        trace = run_federated(fl_model, train, list(idx), None, fl_cfg,
-                              udp_fl(c, cfg.t44_total_noise / c * scale), history="updates").history
-        weights = [as_dict(fl_model, w) for w in trace.models[:cfg.rounds]]
-        shared = [as_dict(fl_model, u[0]) for u in trace.updates]  # client 0's privatised uploads
-        x, y = train.x[idx[0]], train.y[idx[0]]
-        per_round = []
+    for bound, sigma in _mechanism_pairs(cfg):
+        signal_sum, noise_sum, per_round = None, None, []
         for t in range(1, cfg.rounds + 1):
-            rounds = {n: torch.stack([w[n] for w in weights[:t]]) for n in weights[0]}
-            target = {n: sum(g[n] for g in shared[:t]).unsqueeze(0) for n in weights[0]}
-            rec, _ = reconstruct(model, rounds, y[None], target, x0[:, :len(y)], cfg=cfg.attack, box=(0.0, 1.0))
-            per_round.append(_metrics(rec[0], x, evaluators, cfg.t44_total_noise))
-        out[c] = per_round
+            c = se.clipped(bound, t)
+            n = _sub(se.shared(bound, sigma, t), c)
+            signal_sum = c if signal_sum is None else _sum((signal_sum, c))
+            noise_sum = n if noise_sum is None else _sum((noise_sum, n))
+            per_round.append({"round": t, "signal": _norm(c), "noise": _norm(n), "sum_signal": _norm(signal_sum),
+                              "sum_noise": _norm(noise_sum)})
+        out[f"{bound}/{sigma}"] = {"grad": _norm(g1), "flat_noisy": _norm(se.shared(bound, sigma, 1, mode="flat")),
+                                   "rounds": per_round}
+    return {"pairs": out, "median_bound": se.median_bound}
+
+
+class Federated:
+    """Table 4.4's FL setting: one UDP-FL run per C (the noise changes the global model, so each C has its own
+    trajectory), trained on first use; client 0 is the attacked client."""
+
+    def __init__(self, cfg: PrivacyEvalConfig, se: SingleEnd, seed: int, subset: str, noise: float) -> None:
+        self.cfg, self.se, self.seed, self.subset, self.noise = cfg, se, seed, subset, noise
+        self._runs: dict[float, dict] = {}
+
+    @cached_property
+    def data(self):
+        train = load_dataset("cifar100", train=True, normalize=False, subset=self.subset)
+        idx = torch.randperm(len(train), generator=make_generator(self.seed, "fl-images"))
+        return train, idx[:self.cfg.fl_clients * self.cfg.fl_images].view(self.cfg.fl_clients, -1)
+
+    def run(self, bound: float) -> dict:
+        """The global weights of every round, client 0's privatised uploads and its clean round-1 update's norm."""
+        if bound not in self._runs:
+            cfg, (train, idx) = self.cfg, self.data
+            model = self.se.model()
+            local = LocalSGD(cfg.fl_epochs, cfg.fl_batch_size)
+            fl_cfg = FLConfig(rounds=cfg.rounds, clients_per_round=cfg.fl_clients, local=local, lr=cfg.fl_lr,
+                              weighting="uniform", seed=self.seed)
+            start = get_flat(model).clone()
+            sigma = sigma_at(cfg.t44_total_noise, bound) * self.se.scale * self.noise
+            trace = run_federated(model, train, list(idx), None, fl_cfg, udp_fl(bound, sigma),
+                                  history="updates").history
+            update, _ = LocalTrainer(model).train(start, train.x, train.y, idx[0], lr=cfg.fl_lr, opt=local,
+                                                  generator=make_generator(self.seed, "fl-update-norm"))
+            self._runs[bound] = {"weights": [as_dict(model, w) for w in trace.models[:cfg.rounds]],
+                                 "shared": [as_dict(model, u[0]) for u in trace.updates],
+                                 "update_norm": float(update.norm())}
+        return self._runs[bound]
+
+    def attack(self, bounds: list[float], t: int) -> dict[str, dict]:
+        """All-round attacks on client 0 after round t, one per C, as one batched :func:`reconstruct` call."""
+        train, idx = self.data
+        x, y = train.x[idx[0]], train.y[idx[0]]
+        runs = [self.run(c) for c in bounds]
+        names = list(runs[0]["weights"][0])
+        rounds = {n: torch.stack([torch.stack([w[n] for w in r["weights"][:t]]) for r in runs]) for n in names}
+        targets = {n: torch.stack([sum(g[n] for g in r["shared"][:t]) for r in runs]) for n in names}
+        x0 = self.se.dummies("uniform")[:, :len(y)].expand(len(bounds), -1, -1, -1, -1)
+        rec, _ = reconstruct(self.se.model(), rounds, y.expand(len(bounds), -1), targets, x0, cfg=self.cfg.attack,
+                             box=(0.0, 1.0))
+        return {f"{c:g}": {**self.se.metrics(r, x, self.cfg.t44_total_noise), "update_norm_round1": run["update_norm"]}
+                for c, r, run in zip(bounds, rec, runs)}
+
+
+def _fl_metrics(cfg: PrivacyEvalConfig, units: Units, fed: Federated, progress: bool) -> dict[tuple[float, int],
+                                                                                              dict | None]:
+    """Table 4.4's FL side: per attacked round, one unit attacking client 0 of every C's run (split so that a unit
+    holds at most ``unit_cost`` attack-rounds); (C, round) -> metrics."""
+    spec = {**_se_spec(cfg), "noise": fed.noise, "total_noise": cfg.t44_total_noise, "subset": fed.subset,
+            "fl": (cfg.fl_clients, cfg.fl_images, cfg.fl_batch_size, cfg.fl_epochs, cfg.fl_lr)}
+    out = {}
+    for t in _progress(cfg.attacked_rounds, progress):
+        size = max(1, len(cfg.t44) if cfg.unit_cost is None else cfg.unit_cost // t)
+        for k in range(0, len(cfg.t44), size):
+            bounds = list(cfg.t44[k:k + size])
+            unit_id = f"t44-fl/round{t}" + ("" if size >= len(cfg.t44) else "/" + ",".join(f"C={c:g}" for c in bounds))
+            res = units.run(unit_id, {**spec, "round": t, "bounds": bounds}, lambda b=bounds, t=t: fed.attack(b, t))
+            out.update({(c, t): None if res is None else res[f"{c:g}"] for c in bounds})
     return out
 
 
-def _t44(res: Results, cfg: PrivacyEvalConfig, metrics, fl: dict[float, list[dict]]) -> None:
-    """Table 4.4 (means over the rounds) and Fig. 4.6 (attack loss per round, SE vs FL)."""
-    rows = []
-    ts = list(range(1, cfg.rounds + 1))
-    for where in ("FL", "SE"):
-        for c in cfg.t44:
-            per = fl[c] if where == "FL" else [
-                metrics[Setting(c, cfg.t44_total_noise / c, manner="all-round", round=t)] for t in ts]
-            res.add_series(f"se_fl/{where}/C = {c:g}", ts, [p["mse"] for p in per], label=f"{where}, C = {c:g}")
-            m = {k: sum(p[k] for p in per) / len(per) for k in per[0]}
-            paper = T44.get((where, c), (None, None, None))
-            rows.append({"setting": where, "C": c, "sigma": cfg.t44_total_noise / c, "paper": paper[0],
-                         "ours": m["psnr"], "prob_leak_paper": paper[1], "prob_leak": m["prob_leak"],
-                         "lpips_paper": paper[2], "ssim": m["ssim"]})
-    res.add_table("T4.4", f"Table 4.4: SE vs FL, all-round attack, σC = {cfg.t44_total_noise:g}, metrics averaged over "
-                  f"{cfg.rounds} rounds (FL: {cfg.fl_clients} clients × {cfg.fl_images} images, client 0 attacked)",
-                  rows)
+def _f47(cfg: PrivacyEvalConfig, units: Units, seed: int, subset: str, noise: float, progress: bool) -> dict:
+    """Fig. 4.7: one UDP-FL training run per (C, σC), CNN6 on CIFAR-10; accuracy on every test image of the mode
+    (full: all 10,000) and on the exact ones (not JPEG-decoded) computed inside the unit."""
+    f = cfg.f47
+    train = load_dataset("cifar10", train=True, normalize=False, subset=subset)
+    test = load_dataset("cifar10", train=False, normalize=False, subset=subset)
+    exact = pixel_source("cifar10", subset=subset) == 1
+    idx = torch.randperm(len(train), generator=make_generator(seed, "f47-images"))[:f.clients * f.images]
+    clients = list(idx.view(f.clients, f.images))
+    fl_cfg = FLConfig(rounds=f.rounds, clients_per_round=f.clients, local=LocalSGD(f.epochs, f.batch_size), lr=f.lr,
+                      weighting="uniform", eval_every=f.rounds, seed=seed)  # the figure shows final accuracy
+    out = {}
+    for c, total, init in [(c, t, "kaiming") for c, t in f.runs] + [(c, t, "default") for c, t in f.default_init]:
+        sigma = sigma_at(total, c) * f.images / DOC_SAMPLES * noise  # σ_run C / n = σ_doc C / 100
+        spec = {"f47": dataclasses.replace(f, runs=(), default_init=()), "bound": c, "total_noise": total,
+                "sigma_run": sigma, "init": init, "subset": subset,
+                "fl": fl_cfg, "algorithm": "udp_fl (ClipPerLayer, GaussianNoise per_sample)", "model": "cnn6",
+                "data": "cifar10, pixels in [0, 1]"}
+
+        def train_run(c=c, sigma=sigma, init=init):
+            model = fresh_model("cnn6", seed)
+            if init == "kaiming":
+                kaiming_init(model, make_generator(seed, "init", "cnn6-kaiming"))
+            result = run_federated(model, train, clients, test, fl_cfg, udp_fl(c, sigma), progress=progress)
+            set_flat(model, result.params)
+            with torch.no_grad():
+                pred = model.eval()(test.x[exact]).argmax(1)
+            return result.summary(exact_accuracy=float((pred == test.y[exact]).float().mean()),
+                                  exact_images=int(exact.sum()))
+
+        unit_id = f"f47/C={c:g}/σC={total:g}" + ("/default-init" if init == "default" else "")
+        out[(c, total, init)] = train_unit(units, unit_id, spec, train_run)
+    return out
 
 
-def _progress(items, progress: bool):
+@torch.no_grad()
+def kaiming_init(model: torch.nn.Module, generator: torch.Generator, negative_slope: float = 0.2) -> torch.nn.Module:
+    """He et al. (2015) for LeakyReLU(a): every Conv/Linear weight from N(0, 2 / ((1 + a²) fan_in)), biases 0.
+
+    Ours for Fig. 4.7 (the thesis does not state CNN6's initialisation): from PyTorch's default U(±1/√fan_in) each
+    of CNN6's six LeakyReLU(0.2) convolutions shrinks the signal's std by ≈ 0.42, its logits start ≈ 0.007 apart and
+    local SGD at the thesis's learning rate stays at chance for the thesis's 15 rounds.
+    """
+    for module in model.modules():
+        if isinstance(module, (torch.nn.Conv2d, torch.nn.Linear)):
+            fan_in = module.weight[0].numel()
+            std = math.sqrt(2 / ((1 + negative_slope**2) * fan_in))
+            module.weight.copy_(torch.randn(module.weight.shape, generator=generator) * std)
+            if module.bias is not None:
+                module.bias.zero_()
+    return model
+
+
+def _progress(items: Iterable, progress: bool):
     if not progress:
         return items
     from tqdm.auto import tqdm
 
-    return tqdm(list(items), desc="attack groups", leave=False)
+    return tqdm(list(items), desc="units", leave=False)
 
 
-def _metrics(rec: torch.Tensor, truth: torch.Tensor, evaluators, total_noise: float) -> dict:
-    cs, ed = evaluator_similarity(evaluators, rec, truth)
-    return {"psnr": float(psnr(rec, truth).mean()), "cos_sim": float(cosine_similarity(rec, truth).mean()),
-            "euc_dis": float(euclidean_distance(rec, truth).mean()), "ssim": float(ssim(rec, truth).mean()),
-            "prob_leak": leakage_probability(cs, ed, total_noise=total_noise),
-            "mse": float((rec - truth).pow(2).mean())}
+def _concordance(xs: list[float], ys: list[float]) -> float | None:
+    """Fraction of pairs (i, j) with x_i ≠ x_j and y_i ≠ y_j that x and y order the same way (None without any)."""
+    same = total = 0
+    for i in range(len(xs)):
+        for j in range(i + 1, len(xs)):
+            dx, dy = xs[i] - xs[j], ys[i] - ys[j]
+            if dx != 0 and dy != 0:
+                total += 1
+                same += (dx > 0) == (dy > 0)
+    return same / total if total else None
 
 
-def _tables(res: Results, cfg: PrivacyEvalConfig, settings, metrics, scale: float, d: int, median_bound: float):
-    by_key = {(s.objective, s.bound, s.sigma): metrics[s] for s in settings if s.round == 1 and s.manner == "one-round"}
-    res.add_table("T4.1", "Table 4.1: one round, MLP, CIFAR-100 — PSNR, cosine similarity and Euclidean distance "
-                  "(standardised images) between reconstructions and the real images",
-                  [{"sigma": s, "C": c, "paper": T41.get((s, c), (None,))[0],
-                    "ours": by_key[("cosine", c, s)]["psnr"],
-                    "cos_sim_paper": T41.get((s, c), (None, None))[1], "cos_sim": by_key[("cosine", c, s)]["cos_sim"],
-                    "euc_dis_paper": T41.get((s, c), (None, None, None))[2],
-                    "euc_dis": by_key[("cosine", c, s)]["euc_dis"]} for s, c in cfg.t41])
-    rows = []
-    for c, s in dict.fromkeys([*((c, s) for s, c in cfg.t41), *cfg.t43]):
-        m, paper = by_key[("cosine", c, s)], T43.get((c, s), (None, None, None))
-        rows.append({"C": c, "sigma": s, "total_noise": s * (median_bound if c == "median" else c),
-                     "paper": paper[0], "ours": m["psnr"], "prob_leak_paper": paper[1], "prob_leak": m["prob_leak"],
-                     "lpips_paper": paper[2], "ssim": m["ssim"]})
-    res.add_table("T4.3", "Table 4.3: SE attack, MLP, CIFAR-100 — PSNR, Prob leak P(pl) (eq. 4.3, our two "
-                  "evaluators), and SSIM in place of LPIPS (its weights need the internet)", rows)
-    rows = []
-    for c, s in cfg.euclidean:
-        for objective in ("euclidean", "cosine"):
-            if (objective, c, s) not in by_key:
+class _Tables:
+    """The chapter's tables and series from the units' results; :meth:`build` returns what the ledger measures."""
+
+    def __init__(self, res: Results, cfg: PrivacyEvalConfig, metrics: dict[Setting, dict | None],
+                 mechanism: dict | None, dimension: int, fl: dict, f47: dict) -> None:
+        self.res, self.cfg, self.metrics, self.mech, self.d, self.fl, self.f47 = (res, cfg, metrics, mechanism,
+                                                                                  dimension, fl, f47)
+        self.scale = sigma_scale(cfg.images, dimension)
+        self.ts = cfg.attacked_rounds
+
+    def get(self, bound, sigma, key="psnr", **kw) -> float | None:
+        m = self.metrics.get(Setting(bound, sigma, **kw))
+        return None if m is None else m[key]
+
+    def mean_over_rounds(self, bound, sigma, manner="one-round", key="mse", skip_first=False) -> float | None:
+        ts = self.ts[1:] if skip_first else self.ts
+        vals = [self.get(bound, sigma, key, manner=manner, round=t) for t in ts]
+        return None if not vals or None in vals else sum(vals) / len(vals)
+
+    def build(self) -> dict:
+        cfg = self.cfg
+        self.res.add_table("scale", "Run scale against the thesis's: σ is given as the thesis's σ; the run uses "
+                           "σ × sigma_scale", [{
+                               "images": cfg.images, "parameters": self.d, "paper": DOC_PARAMETERS, "ours": self.d,
+                               "sigma_scale": self.scale, "iterations": cfg.attack.iterations,
+                               "attack_lr": cfg.attack.lr, "rounds": cfg.rounds,
+                               "attacked_rounds": ", ".join(map(str, self.ts)),
+                               "median_bound_round1": None if self.mech is None else self.mech["median_bound"]}])
+        self._t41()
+        self._t43()
+        self._t45()
+        self._curves()
+        t44 = self._t44()
+        f47 = self._f47()
+        eps = self._privacy()
+        theory = self._theory()
+        return {"t44": t44, "f47": f47, "eps": eps, "theory": theory}
+
+    def _t41(self) -> None:
+        rows = []
+        for s, c in self.cfg.t41:
+            paper = T41.get((s, c), (None, None, None))
+            row = {"sigma": s, "C": c, "paper": paper[0], "ours": self.get(c, s),
+                   "cos_sim_paper": paper[1], "cos_sim": self.get(c, s, "cos_sim"),
+                   "euc_dis_paper": paper[2], "euc_dis": self.get(c, s, "euc_dis")}
+            if (c, s) in self.cfg.normal_init:
+                row["ours_normal_init"] = self.get(c, s, init="normal")
+            rows.append(row)
+        self.res.add_table("T4.1", "Table 4.1: one round, MLP, CIFAR-100 — PSNR, cosine similarity and Euclidean "
+                           "distance (standardised images) between reconstructions and the real images "
+                           "(ours_normal_init: the same attack from N(0, 1) dummies)", rows)
+
+    def _t43(self) -> None:
+        rows = []
+        median = None if self.mech is None else self.mech["median_bound"]  # round 1, mean over the layers
+        for c, s in dict.fromkeys([*((c, s) for s, c in self.cfg.t41), *self.cfg.t43]):
+            paper = T43.get((c, s), (None, None, None))
+            rows.append({"C": c, "sigma": s, "total_noise": None if c == "median" and median is None
+                         else s * (median if c == "median" else c),
+                         "paper": paper[0], "ours": self.get(c, s), "prob_leak_paper": paper[1],
+                         "prob_leak": self.get(c, s, "prob_leak"), "lpips_paper": paper[2],
+                         "ssim": self.get(c, s, "ssim")})
+        self.res.add_table("T4.3", "Table 4.3: SE attack, MLP, CIFAR-100 — PSNR, Prob leak P(pl) (eq. 4.3, our two "
+                           "evaluators), and SSIM in place of LPIPS (its weights need the internet)", rows)
+
+    def _t45(self) -> None:
+        rows = []
+        for c, s in self.cfg.t45:
+            for objective in ("euclidean", "cosine"):
+                paper = T45.get((objective, c, s), (None, None, None))
+                rows.append({"attack": objective, "C": c, "sigma": s, "total_noise": c * s, "paper": paper[0],
+                             "ours": self.get(c, s, objective=objective), "prob_leak_paper": paper[1],
+                             "prob_leak": self.get(c, s, "prob_leak", objective=objective), "lpips_paper": paper[2],
+                             "ssim": self.get(c, s, "ssim", objective=objective)})
+        self.res.add_table("T4.5", "Table 4.5: cosine vs Euclidean reconstruction, round 1 (PSNR, P(pl), SSIM)", rows)
+
+    def _curves(self) -> None:
+        """Figs. 4.2-4.4: image MSE ("attack loss", spec §7.7) over rounds, one-round (O_r) and all-round (A_r)."""
+        ts = list(self.ts)
+        for c, sigma in self.cfg.curves:
+            for manner in ("one-round", "all-round"):
+                ys = [self.get(c, sigma, "mse", manner=manner, round=t) for t in ts]
+                self.res.add_series(f"loss/C = {c:g}, σ = {sigma:g}/{manner}", ts, ys,
+                                    label=f"{'A_r' if manner == 'all-round' else 'O_r'}, C = {c:g}, σ = {sigma:g}")
+        for c, sigma in _one_round_curves(self.cfg):
+            ys = [self.get(c, sigma, "mse", round=t) for t in ts]
+            c_text = c if c == "median" else f"{c:g}"
+            self.res.add_series(f"loss_one_round/C = {c_text}, σ = {sigma:g}", ts, ys,
+                                label=f"O_r, C = {c_text}, σ = {sigma:g}")
+
+    def _t44(self) -> dict:
+        """Table 4.4 (means over the attacked rounds) and Fig. 4.6 (attack loss per round, SE vs FL)."""
+        rows, out = [], {}
+        ts = list(self.ts)
+        for where in ("FL", "SE"):
+            for c in self.cfg.t44:
+                sigma = sigma_at(self.cfg.t44_total_noise, c)
+                if where == "FL":
+                    per = [self.fl.get((c, t)) for t in ts]
+                    per = None if None in per else per
+                else:
+                    per = [self.metrics.get(Setting(c, sigma, manner="all-round", round=t)) for t in ts]
+                    per = None if None in per else per
+                m = None if per is None else {k: sum(p[k] for p in per) / len(per)
+                                               for k in ("psnr", "prob_leak", "ssim", "mse")}
+                if per is not None:
+                    self.res.add_series(f"se_fl/{where}/C = {c:g}", ts, [p["mse"] for p in per],
+                                        label=f"{where}, C = {c:g}")
+                paper = T44.get((where, c), (None, None, None))
+                rows.append({"setting": where, "C": c, "sigma": sigma, "paper": paper[0],
+                             "ours": None if m is None else m["psnr"], "prob_leak_paper": paper[1],
+                             "prob_leak": None if m is None else m["prob_leak"], "lpips_paper": paper[2],
+                             "ssim": None if m is None else m["ssim"],
+                             "update_norm_round1": per[0]["update_norm_round1"] if where == "FL" and per else None})
+                out[(where, c)] = None if per is None else {"psnr": m["psnr"], "first": per[0]["mse"],
+                                                           "last": per[-1]["mse"]}
+        self.res.add_table("T4.4", f"Table 4.4: SE vs FL, all-round attack, σC = {self.cfg.t44_total_noise:g}, "
+                           f"metrics averaged over the attacked rounds {', '.join(map(str, ts))} (FL: "
+                           f"{self.cfg.fl_clients} clients × {self.cfg.fl_images} images, client 0 attacked; "
+                           f"update_norm_round1: its clean round-1 update, beside the SE gradient's norm in the "
+                           f"theory table)", rows)
+        return out
+
+    def _f47(self) -> dict:
+        f, rows, out = self.cfg.f47, [], {}
+        for (c, total, init), run in self.f47.items():
+            acc = None if run is None else run.final_accuracy
+            rows.append({"C": c, "total_noise": total, "sigma": sigma_at(total, c), "init": init,
+                         "paper": F47.get((c, total)), "ours": acc,
+                         "exact_images_accuracy": None if run is None else run.extra.get("exact_accuracy"),
+                         "diverged": None if run is None else run.diverged})
+            out[(c, total, init)] = acc
+        self.res.add_table("F4.7", f"Fig. 4.7: UDP-FL final test accuracy, CNN6 on CIFAR-10 ({f.clients} clients × "
+                           f"{f.images} random images, {f.rounds} rounds; σ = σC / C, noise std σC/100 per "
+                           f"coordinate as in the thesis; init: He (ours) or the default U(±1/√fan_in)); "
+                           f"exact_images_accuracy: on the test images with exact pixels only; diverged: non-finite "
+                           f"updates stopped training (accuracy of the last model)", rows)
+        return out
+
+    def _privacy(self) -> dict:
+        """ε of the mechanism as run beside the thesis's convention, for every σ the chapter attacks."""
+        cfg = self.cfg
+        tensors = 2 * (len(cfg.hidden) + 1)  # a weight and a bias per layer
+        sigmas = sorted({s.sigma for s in self.metrics} | {0.3, 0.5, 1.0})
+
+        def as_run(sigma: float, releases: int) -> float:
+            return udp_epsilon(sigma * self.scale, num_samples=cfg.images, tensors=tensors, releases=releases,
+                               delta=cfg.delta)
+
+        rows = [{"sigma": s, "sigma_run": s * self.scale, "paper": EPSILON_AT_SIGMA_ONE if s == 1.0 else None,
+                 "ours": as_run(s, cfg.rounds), "epsilon_one_release": as_run(s, 1),
+                 "epsilon_sensitivity_c_over_n": udp_epsilon(s * self.scale, num_samples=cfg.images, tensors=tensors,
+                                                             releases=cfg.rounds, delta=cfg.delta,
+                                                             sensitivity="per_sample"),
+                 "epsilon_thesis_convention": thesis_epsilon(s, cfg.delta)} for s in sigmas]
+        self.res.add_table("privacy", f"ε (δ = {cfg.delta:g}) of the UDP client as run — {tensors} tensors clipped "
+                           f"to C each, noise σ_run·C/n, n = {cfg.images}, no subsampling, sensitivity 2C per tensor "
+                           f"(nothing clips an image's own gradient) — after all {cfg.rounds} rounds (ours) and after "
+                           f"one release; with sensitivity C/n instead; and the thesis's convention (sensitivity C/n, "
+                           f"q = 0.25, 15 steps, spec card A4.7)", rows)
+        rows = [{"sigma": s, "epsilon": as_run(s, 1), "epsilon_thesis_convention": thesis_epsilon(s, cfg.delta),
+                 "psnr": self.get(1.0, s), "ssim": self.get(1.0, s, "ssim"),
+                 "prob_leak": self.get(1.0, s, "prob_leak")}
+                for s in sorted({s.sigma for s in self.metrics if s.bound == 1.0 and s.round == 1
+                                 and s.manner == "one-round" and s.objective == "cosine" and s.init == "uniform"})]
+        self.res.add_table("attack_vs_epsilon", "What the round-1 attack recovers (C = 1) beside the ε of the release "
+                           "it attacked (the mechanism as run, one release) and the thesis's convention", rows)
+        below = [s for s in sigmas if s < 1 and s in {x.sigma for x in self.metrics}] or [0.5]
+        return {"run_1": as_run(1.0, cfg.rounds), "thesis_1": thesis_epsilon(1.0, cfg.delta),
+                "run_below": min(as_run(s, cfg.rounds) for s in below),
+                "thesis_below": min(thesis_epsilon(s, cfg.delta) for s in below), "sigma_below": max(below)}
+
+    def _theory(self) -> dict | None:
+        """§4.3 against the measured attacks: per round-1 (C, σ), k1 (√n and √d), ‖ḡ‖/‖g‖ measured with flat
+        clipping (Lemma 7), 1/k3 (Corollary 2, s = 0.5), k4 (Theorem 7), the SNR, and the attack's PSNR/MSE; and
+        per round the all-round target's SNR gain over the one-round target's against √t."""
+        if self.mech is None:
+            return None
+        cfg, n, rows = self.cfg, self.cfg.images, []
+        for key, m in self.mech["pairs"].items():
+            bound, sigma = (float(v) for v in key.split("/"))
+            if Setting(bound, sigma) not in self.metrics:
                 continue
-            paper = (T45_EUCLIDEAN if objective == "euclidean" else T43).get((c, s), (None, None, None))
-            m = by_key[(objective, c, s)]
-            rows.append({"attack": objective, "C": c, "sigma": s, "paper": paper[0], "ours": m["psnr"],
-                         "prob_leak_paper": paper[1], "prob_leak": m["prob_leak"], "ssim": m["ssim"]})
-    res.add_table("T4.5", "Table 4.5: cosine vs Euclidean reconstruction (PSNR, P(pl), SSIM)", rows)
-    res.add_table("scale", "Run scale against the thesis's: σ is given as the thesis's σ; the run uses σ × scale",
-                  [{"images": cfg.images, "parameters": d, "paper": DOC_PARAMETERS, "ours": d, "sigma_scale": scale,
-                    "iterations": cfg.attack.iterations, "attack_lr": cfg.attack.lr, "rounds": cfg.rounds,
-                    "median_bound_round1": median_bound}])
-    res.add_table("privacy", "ε of each σ (A4.7: q = 0.25, 15 steps, δ = 1e-5, improved conversion; the thesis: "
-                  "ε ≈ 8 at σ = 1)",
-                  [{"sigma": s, "paper": 8.0 if s == 1.0 else None, "ours": epsilon_of(s, cfg)}
-                   for s in sorted({s.sigma for s in settings} | {0.3, 0.5})])
-    res.add_table("attack_vs_epsilon", "What the attack recovers at the ε the accountant gives for the same σ "
-                  "(C = 1, one round)",
-                  [{"sigma": s, "epsilon": epsilon_of(s, cfg), "psnr": m["psnr"], "ssim": m["ssim"],
-                    "prob_leak": m["prob_leak"]}
-                   for (objective, c, s), m in sorted(by_key.items(), key=lambda kv: kv[0][2])
-                   if objective == "cosine" and c == 1.0])
+            run_sigma = sigma * self.scale
+            k1 = {r: lemma7_k1(run_sigma, bound, m["grad"], n, dim=None if r == "sqrt_n" else self.d)
+                  for r in ("sqrt_n", "sqrt_d")}
+            first = m["rounds"][0]
+            rows.append({"C": bound, "sigma": sigma, "total_noise": bound * sigma, "grad_norm": m["grad"],
+                         "k1_sqrt_n": k1["sqrt_n"], "k1_sqrt_d": k1["sqrt_d"],
+                         "noisy_over_grad_flat": m["flat_noisy"] / m["grad"],
+                         "bound_factor_sqrt_n": 1 / corollary2_k3(k1["sqrt_n"]),
+                         "bound_factor_sqrt_d": 1 / corollary2_k3(k1["sqrt_d"]),
+                         "theorem6_assumption_sqrt_n": k1["sqrt_n"] > 1,
+                         "k4_sqrt_n": theorem7_k4(k1["sqrt_n"], m["grad"], m["grad"]),
+                         "snr": 1 / noise_to_signal(first["signal"], run_sigma, bound, n, self.d) if sigma > 0
+                         else None, "snr_measured": first["signal"] / first["noise"] if first["noise"] else None,
+                         "psnr": self.get(bound, sigma), "mse": self.get(bound, sigma, "mse")})
+        self.res.add_table("theory", "§4.3 against the measured round-1 attacks: Lemma 7's k1 as printed (√n) and "
+                           "with √d, the measured ‖ḡ‖/‖g‖ of eq. 4.1-4.2 (flat clipping), Corollary 2's bound factor "
+                           "1/k3 (s = 0.5), Theorem 7's k4 (defined where k1 ≤ 1; ‖g(x)‖ = ‖g(x*)‖), and the "
+                           "signal-to-noise ratio ‖ĝ‖/‖noise‖ of the shared gradient (per layer, as run)", rows)
+        for c, sigma in cfg.curves:
+            m = self.mech["pairs"].get(f"{float(c)}/{float(sigma)}")
+            if m is None:
+                continue
+            gain = [r["sum_signal"] * r["noise"] / (r["sum_noise"] * r["signal"]) if r["sum_noise"] else None
+                    for r in m["rounds"]]
+            rounds = [r["round"] for r in m["rounds"]]
+            self.res.add_series(f"snr_gain/C = {c:g}, σ = {sigma:g}", rounds, gain,
+                                label=f"measured, C = {c:g}, σ = {sigma:g}")
+        self.res.add_series("snr_gain/sqrt_t", list(range(1, cfg.rounds + 1)),
+                            [math.sqrt(t) for t in range(1, cfg.rounds + 1)], label="√t (coherent signal)")
+        return {"rows": rows}
 
 
-def _curves(res: Results, cfg: PrivacyEvalConfig, metrics) -> None:
-    """Fig. 4.2: image MSE ("attack loss", spec §7.7) over rounds, one-round (O_r) vs all-round (A_r)."""
-    ts = list(range(1, cfg.rounds + 1))
-    for c, sigma in cfg.curves:
-        for manner in ("one-round", "all-round"):
-            ys = [metrics[Setting(c, sigma, manner=manner, round=t)]["mse"] for t in ts]
-            res.add_series(f"loss/C = {c:g}, σ = {sigma:g}/{manner}", ts, ys,
-                           label=f"{'A_r' if manner == 'all-round' else 'O_r'}, C = {c:g}, σ = {sigma:g}")
+def _diff(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
 
 
-def _claims(res: Results, cfg: PrivacyEvalConfig, metrics) -> None:
-    def psnr_of(c, s):
-        return metrics[Setting(c, s)]["psnr"]
+def _rel(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else (a - b) / b
 
+
+def _fmt(v: float | None, digits: int = 2) -> str:
+    return "not run" if v is None else f"{v:.{digits}f}"
+
+
+def _mean_abs(pairs: list[tuple[float | None, float | None]]) -> float | None:
+    pairs = [(a, b) for a, b in pairs if b is not None]
+    if not pairs or any(a is None for a, _ in pairs):
+        return None
+    return sum(abs(a - b) for a, b in pairs) / len(pairs)
+
+
+def _measure(res: Results, tab: _Tables, built: dict) -> None:
+    """This run's value of every claim of :data:`LEDGER`."""
+    claim = {c.id: c for c in LEDGER}
+    cfg, get = tab.cfg, tab.get
+
+    def psnr_pair(c1, s1, c2, s2, **kw) -> tuple[float | None, str]:
+        a, b = get(c1, s1, **kw), get(c2, s2, **kw)
+        return _diff(a, b), f"{_lit(c1, s1)}: {_fmt(a)} dB, {_lit(c2, s2)}: {_fmt(b)} dB"
+
+    for setting, init in (("uniform init", "uniform"), ("N(0,1) init", "normal")):
+        res.measure(claim["psnr_falls_with_noise"], *psnr_pair(1.0, 0.001, 1.0, 1.0, init=init), setting=setting)
     ladder = sorted({s for c, s in [*((c, s) for s, c in cfg.t41), *cfg.t43] if c == 1.0})
-    values = [psnr_of(1.0, s) for s in ladder]
-    res.add_claim("psnr_falls_with_noise", "PSNR falls as the total noise σC grows (C = 1; Tables 4.1, 4.3)",
-                  all(a >= b - 0.5 for a, b in zip(values, values[1:])) and values[0] >= values[-1] + 3,
-                  ", ".join(f"σC = {s:g}: {v:.2f} dB" for s, v in zip(ladder, values)))
-    if 0.01 in ladder and 0.04 in ladder:
-        drops = {f"{a:g}→{b:g}": psnr_of(1.0, a) - psnr_of(1.0, b) for a, b in zip(ladder, ladder[1:])}
-        steepest = max(drops, key=drops.get)
-        res.add_claim("collapse_between_001_and_004", "The attack collapses between σC = 0.01 and 0.04 (§4.4.1): "
-                      "the steepest PSNR drop per step of the ladder is there", steepest == "0.01→0.04",
-                      ", ".join(f"{k}: {v:.2f} dB" for k, v in drops.items()))
-    equal = sorted((c, s) for c, s in cfg.t43 if c != "median" and abs(c * s - 0.01) < 1e-12)
-    if len(equal) >= 2:
-        (lo, s_lo), (hi, s_hi) = equal[0], equal[-1]
-        res.add_claim("larger_c_leaks_more", f"At equal total noise σC = 0.01 a larger C leaks more (C = {hi:g} "
-                      f"vs {lo:g}; Table 4.3)", psnr_of(hi, s_hi) >= psnr_of(lo, s_lo),
-                      ", ".join(f"C = {c:g}: {psnr_of(c, s):.2f} dB" for c, s in equal))
-    c, sigma = cfg.claim_curve
-    later = range(2, cfg.rounds + 1)
-    one = sum(metrics[Setting(c, sigma, round=t)]["mse"] for t in later) / len(later)
-    allr = sum(metrics[Setting(c, sigma, manner="all-round", round=t)]["mse"] for t in later) / len(later)
-    res.add_claim("all_round_beats_one_round", f"The all-round attack beats the one-round attack (Fig. 4.2; image "
-                  f"MSE, mean over rounds 2-{cfg.rounds}, C = {c:g}, σ = {sigma:g})", allr < one,
-                  f"all-round {allr:.4f}, one-round {one:.4f}")
+    values = [get(1.0, s) for s in ladder]
+    if None in values:
+        res.measure(claim["collapse_between_001_and_004"], None, "not run yet")
+    else:
+        drops = {(a, b): get(1.0, a) - get(1.0, b) for a, b in zip(ladder, ladder[1:])}
+        target = drops.get((0.01, 0.04))
+        others = [v for k, v in drops.items() if k != (0.01, 0.04)]
+        res.measure(claim["collapse_between_001_and_004"], None if target is None or not others
+                    else target - max(others),
+                    ", ".join(f"{a:g}→{b:g}: {v:.2f} dB" for (a, b), v in drops.items()))
+    res.measure(claim["low_noise_leaks_at_small_c"], *psnr_pair(0.1, 0.001, 0.1, 1.0))
+    for c in (0.1, 1.0):
+        ours, paper = get(c, 0.001, "cos_sim"), T41[(0.001, c)][1]
+        res.measure(claim["low_noise_cos_sim"], _diff(ours, paper), f"cos-sim {_fmt(ours, 3)} (paper {paper})",
+                    setting=f"C = {c:g}")
+    res.measure(claim["larger_c_leaks_at_small_sigma"], *psnr_pair(1.0, 0.001, 0.1, 0.001))
+    res.measure(claim["larger_c_protects_at_large_sigma"], *psnr_pair(0.1, 0.1, 1.0, 0.1))
+    for total in (0.001, 0.01, 0.1):
+        res.measure(claim["larger_c_leaks_more"], *psnr_pair(10.0, sigma_at(total, 10), 0.1, sigma_at(total, 0.1)),
+                    setting=f"σC = {total:g}")
+    hi, lo = get(1.0, 0.001, "prob_leak"), get(1.0, 1.0, "prob_leak")
+    res.measure(claim["prob_leak_falls_with_noise"], _diff(hi, lo), f"P(pl): σ = 0.001: {_fmt(hi)}, σ = 1: {_fmt(lo)}")
+    res.measure(claim["sigma_01_defeats_attack"], *psnr_pair(1.0, 0.1, 1.0, 1.0))
+
+    mean = tab.mean_over_rounds
+    for setting, (c, s1, s2) in (("C = 1, σ 0.01 → 0.1", (1.0, 0.01, 0.1)),
+                                 ("C = 10, σ 0.001 → 0.01 (ours)", (10.0, 0.001, 0.01))):
+        a, b = mean(c, s2), mean(c, s1)
+        res.measure(claim["loss_rises_with_sigma"], _rel(a, b), f"mean one-round MSE: σ = {s1:g}: {_fmt(b, 4)}, "
+                    f"σ = {s2:g}: {_fmt(a, 4)}", setting=setting)
+    for c, s in ((1.0, 0.01), (1.0, 0.1), (10.0, 0.01)):
+        one, every = mean(c, s, skip_first=True), mean(c, s, "all-round", skip_first=True)
+        setting = _lit(c, s) + ("" if c == 1.0 else " (ours)")
+        res.measure(claim["all_round_beats_one_round"], None if None in (one, every) else (one - every) / one,
+                    f"MSE over rounds {', '.join(map(str, tab.ts[1:]))}: one-round {_fmt(one, 4)}, all-round "
+                    f"{_fmt(every, 4)}", setting=setting)
+    small, large, median = mean(0.1, 0.1), mean(10.0, 0.1), mean("median", 0.1)
+    detail = f"mean one-round MSE at σ = 0.1: C = 0.1: {_fmt(small, 4)}, C = 10: {_fmt(large, 4)}"
+    res.measure(claim["f43_loss_rises_with_c"], _rel(large, small), detail)
+    res.measure(claim["f43_loss_falls_with_c_literal"], _rel(large, small), detail)
+    res.measure(claim["median_like_small_c"], _rel(median, small), f"{detail}, median: {_fmt(median, 4)}")
+    ends = [mean(c, sigma_at(cfg.f44_total_noise, c)) for c in (0.1, 10.0)]
+    mid = mean(1.0, cfg.f44_total_noise)
+    res.measure(claim["f44_interior_optimum"], None if None in (*ends, mid) else (min(ends) - mid) / mid,
+                f"mean one-round MSE at σC = {cfg.f44_total_noise:g}: C = 0.1: {_fmt(ends[0], 4)}, C = 1: "
+                f"{_fmt(mid, 4)}, C = 10: {_fmt(ends[1], 4)}")
+
+    t44, floor = built["t44"], get(1.0, 1.0)
+    for c in (0.1, 1.0):
+        fl, se = t44.get(("FL", c)), t44.get(("SE", c))
+        setting = f"C = {c:g}"
+        res.measure(claim["fl_leaks_more_than_se"], None if None in (fl, se) else fl["psnr"] - se["psnr"],
+                    f"PSNR FL {_fmt(fl and fl['psnr'])} dB, SE {_fmt(se and se['psnr'])} dB", setting=setting)
+        res.measure(claim["fl_attack_recovers"], None if fl is None else _diff(fl["psnr"], floor),
+                    f"PSNR FL {_fmt(fl and fl['psnr'])} dB, SE at C = 1, σ = 1 {_fmt(floor)} dB", setting=setting)
+        rises = [None if p is None else (p["last"] - p["first"]) / p["first"] for p in (se, fl)]
+        res.measure(claim["se_loss_rises_faster_than_fl"], None if None in rises else rises[0] - rises[1],
+                    f"relative rise of the all-round MSE: SE {_fmt(rises[0])}, FL {_fmt(rises[1])}", setting=setting)
+    a, b = get(0.1, 0.01), get(0.1, 0.01, objective="euclidean")
+    res.measure(claim["cosine_better_at_small_noise"], _diff(a, b), f"cosine {_fmt(a)} dB, Euclidean {_fmt(b)} dB")
+    for c, s in ((1.0, 0.1), (10.0, 0.01), (10.0, 0.1)):
+        a, b = get(c, s, objective="euclidean"), get(c, s)
+        res.measure(claim["euclidean_better_at_large_noise"], _diff(a, b),
+                    f"Euclidean {_fmt(a)} dB, cosine {_fmt(b)} dB", setting=_lit(c, s))
+
+    f47 = built["f47"]
+    for setting, total, init in (("σC = 0.1", 0.1, "kaiming"), ("σC = 1", 1.0, "kaiming"),
+                                 ("σC = 0.1, default init", 0.1, "default")):
+        lo, hi = f47.get((0.1, total, init)), f47.get((10.0, total, init))
+        res.measure(claim["f47_larger_c_more_accurate"], _diff(hi, lo),
+                    f"final accuracy at σC = {total:g}: C = 0.1: {_fmt(lo, 3)}, C = 10: {_fmt(hi, 3)}",
+                    setting=setting)
+    hi, destroyed = f47.get((10.0, 1.0, "kaiming")), f47.get((10.0, 100.0, "kaiming"))
+    res.measure(claim["f47_large_noise_destroys"], _diff(destroyed, hi),
+                f"final accuracy at C = 10: σC = 1: {_fmt(hi, 3)}, σC = 100: {_fmt(destroyed, 3)}")
+
+    eps = built["eps"]
+    for setting, one, below in (("the thesis's convention", eps["thesis_1"], eps["thesis_below"]),
+                                ("the mechanism as run", eps["run_1"], eps["run_below"])):
+        res.measure(claim["epsilon_at_sigma_one"], (one - EPSILON_AT_SIGMA_ONE) / EPSILON_AT_SIGMA_ONE,
+                    f"ε(σ = 1) = {one:.4g}", setting=setting)
+        res.measure(claim["epsilon_large_below_one"], (below - 100) / 100,
+                    f"smallest ε over σ < 1 (at σ = {eps['sigma_below']:g}) = {below:.4g}", setting=setting)
+
+    theory = built["theory"]
+    rows = None if theory is None else [r for r in theory["rows"] if r["mse"] is not None]
+    for setting, reading in (("√n, as printed", "sqrt_n"), ("√d, ours", "sqrt_d")):
+        if not rows:
+            res.measure(claim["lemma7_bound"], None, "not run yet", setting=setting)
+            res.measure(claim["corollary2_tracks_attack"], None, "not run yet", setting=setting)
+            continue
+        violated = [r for r in rows if r["noisy_over_grad_flat"] > r[f"k1_{reading}"]]
+        res.measure(claim["lemma7_bound"], len(violated) / len(rows),
+                    f"{len(violated)} of {len(rows)} settings violate it; largest ‖ḡ‖ / (k1‖g‖) = "
+                    f"{max(r['noisy_over_grad_flat'] / r[f'k1_{reading}'] for r in rows):.3g}", setting=setting)
+        agree = _concordance([r[f"bound_factor_{reading}"] for r in rows], [r["mse"] for r in rows])
+        res.measure(claim["corollary2_tracks_attack"], None if agree is None else agree - 0.5,
+                    f"concordant pairs: {_fmt(agree, 3)} of {len(rows)} settings", setting=setting)
+
+    def table_gap(table: str, match=lambda r: True) -> float | None:
+        return _mean_abs([(r["ours"], r["paper"]) for r in res.tables[table]["rows"] if match(r)])
+
+    res.measure(claim["t41_values"], table_gap("T4.1"), "mean |ours − paper| over Table 4.1's cells")
+    res.measure(claim["t43_values"], table_gap("T4.3"), "mean |ours − paper| over Table 4.3's cells")
+    for where in ("SE", "FL"):
+        res.measure(claim["t44_values"], table_gap("T4.4", lambda r, w=where: r["setting"] == w),
+                    f"mean |ours − paper| over Table 4.4's {where} rows", setting=where)
+    res.measure(claim["t45_values"], table_gap("T4.5", lambda r: r["attack"] == "euclidean"),
+                "mean |ours − paper| over Table 4.5's Euclidean rows")
+    for c in (0.1, 10.0):
+        ours = f47.get((c, 1.0, "kaiming"))
+        res.measure(claim["f47_values"], _diff(ours, F47[(c, 1.0)]),
+                    f"final accuracy {_fmt(ours, 3)} (paper {F47[(c, 1.0)]})", setting=f"C = {c:g}")
