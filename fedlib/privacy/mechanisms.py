@@ -99,7 +99,13 @@ def gaussian_delta(epsilon: float, ratio: float) -> float:
         raise ValueError(f"ratio must be >= 0, got {ratio!r}")
     if ratio == 0:
         return 0.0
-    return max(0.0, _phi(ratio / 2 - epsilon / ratio) - math.exp(epsilon) * _phi(-ratio / 2 - epsilon / ratio))
+    if epsilon > 700:  # e^ε overflows a float (a very small σ): the second term in log space
+        from scipy.special import log_ndtr
+
+        second = math.exp(epsilon + float(log_ndtr(-ratio / 2 - epsilon / ratio)))
+    else:
+        second = math.exp(epsilon) * _phi(-ratio / 2 - epsilon / ratio)
+    return max(0.0, _phi(ratio / 2 - epsilon / ratio) - second)
 
 
 def analytic_gaussian_ratio(epsilon: float, delta: float) -> float:
