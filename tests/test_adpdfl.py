@@ -11,6 +11,7 @@ from fedlib.algorithms.adpdfl import (
     accountant_epsilon,
     choose_leader,
     dp_fedavg,
+    epsilon_as_run,
     gossip_bound,
     gossip_graph,
     mixing_matrix,
@@ -22,7 +23,13 @@ from fedlib.algorithms.adpdfl import (
     theorem8_epsilon,
     theorem8_sigma2,
 )
-from fedlib.algorithms.decentralized import DecentralizedConfig, evaluate_many, run_decentralized
+from fedlib.algorithms.decentralized import (
+    DecentralizedConfig,
+    correct_many,
+    evaluate_many,
+    final_model,
+    run_decentralized,
+)
 from fedlib.fl import LocalSGD, run_federated, sample_clients
 from fedlib.fl.params import get_flat
 from fedlib.rng import make_generator
@@ -273,20 +280,165 @@ def test_check12_non_iid_partition_two_distinct_classes(mnist):
     assert sizes[0] >= 2 * 271 - 1 and sizes[-1] <= 2 * 338
 
 
+def test_epsilon_as_run_is_t_gaussian_releases_at_noise_multiplier_sigma_over_n():
+    """No amplification, sensitivity 2C against std σ·2C/n_i: it depends on σ/n_i only, composes T releases, and
+    one release bounds the exact ε of the Gaussian mechanism (Balle & Wang) from above (RDP conversion)."""
+    from fedlib.privacy.mechanisms import gaussian_epsilon
+
+    assert epsilon_as_run(0.5, num_samples=10, rounds=20, delta=1e-5) == pytest.approx(
+        epsilon_as_run(0.05, num_samples=1, rounds=20, delta=1e-5), rel=1e-12)
+    assert epsilon_as_run(2.0, num_samples=1, rounds=1, delta=1e-5) == accountant_epsilon(
+        2.0, sample_rate=1.0, rounds=1, delta=1e-5)
+    exact = gaussian_epsilon(1 / 2.0, 1e-5)
+    assert exact <= epsilon_as_run(2.0, num_samples=1, rounds=1, delta=1e-5) <= 1.5 * exact
+    assert epsilon_as_run(2.0, num_samples=1, rounds=4, delta=1e-5) > epsilon_as_run(2.0, num_samples=1, rounds=1,
+                                                                                       delta=1e-5)
+    # ADPDFL's quick pseudo-central run (σ ≈ 0.041, n_i = 60, T = 10): no privacy to speak of
+    assert epsilon_as_run(math.sqrt(sigma2(rounds=10)), num_samples=60, rounds=10, delta=1e-5) > 1e6
+    with pytest.raises(ValueError, match="sigma must be > 0"):
+        epsilon_as_run(0.0, num_samples=60, rounds=10, delta=1e-5)
+
+
+def test_dp_fedavg_central_reading_adds_sigma_c_over_m_to_the_average():
+    from fedlib.fl.component import RoundContext
+
+    algo = dp_fedavg(bound=1.0, sigma=2.0, noise="central")
+    assert not algo.transforms
+    m, d = 10, 200_000
+    updates = torch.zeros(m, d)
+    updates[0, 0] = 5.0  # clipped to C = 1 by the server before averaging
+    ctx = RoundContext(0, 100, m, tuple(range(m)), [slice(0, d)], 0)
+    out = algo.aggregator(updates, torch.full((m,), 1 / m), ctx)
+    assert float(out[1:].std()) == pytest.approx(2.0 * 1.0 / m, rel=0.02)
+    with pytest.raises(ValueError, match="noise must be one of"):
+        dp_fedavg(1.0, 2.0, noise="server")
+
+
+def test_noise_denominator_m_scales_the_noise_by_n_over_m(small_fed):
+    """Theorem 8's wording N(0, 4C²σ²/m²) against eq. 5.3's σ·2C/n_i: the same standard normal draws, scaled."""
+    train, clients, test = small_fed
+    base = dcfg(rounds=1, bound=1.0)
+    clean = run_decentralized(mlp(), train, clients, test, base).leader_model
+    by_n = run_decentralized(mlp(), train, clients, test, dataclasses.replace(base, sigma=0.5)).leader_model
+    by_m = run_decentralized(mlp(), train, clients, test, dataclasses.replace(base, sigma=0.5,
+                                                                              noise_denominator=100)).leader_model
+    n = len(clients[0])
+    assert all(len(c) == n for c in clients)
+    assert torch.allclose(clean - by_m, (clean - by_n) * n / 100, rtol=1e-4, atol=1e-7)  # float32 ulp of W
+    with pytest.raises(ValueError, match="noise_denominator must be None"):
+        dataclasses.replace(base, noise_denominator=0)
+
+
+def test_final_model_random_dc_average_or_leader(small_fed):
+    """Alg. 5.1's end (spec card §7.15): gossip takes a random DC's model or the average; pseudo-central the
+    last leader's."""
+    train, clients, test = small_fed
+    out = run_decentralized(mlp(), train, clients, test, dcfg(protocol="gossip", exchange=2))
+    assert torch.equal(final_model(out, "average"), out.models.mean(0))
+    assert torch.equal(final_model(out, "leader"), out.leader_model)
+    assert any(torch.equal(final_model(out, "random", torch.Generator()), row) for row in out.models)
+    distinct = dataclasses.replace(out, models=torch.arange(12.0)[:, None].expand(-1, 3))  # row i holds i
+    picks = [int(final_model(distinct, "random", torch.Generator().manual_seed(k))[0]) for k in range(600)]
+    counts = torch.bincount(torch.tensor(picks), minlength=12).double()
+    assert float(((counts - 50) ** 2 / 50).sum()) < 24.72  # uniform: chi-square, 11 degrees of freedom, 99 %
+    with pytest.raises(ValueError, match="needs a generator"):
+        final_model(out, "random")
+    with pytest.raises(ValueError, match="how must be one of"):
+        final_model(out, "median")
+
+
+def test_metric_on_a_test_subset_is_the_max_over_models_of_subset_accuracy(small_fed):
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2, bias=False))
+    x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
+    y = torch.tensor([0, 1, 0, 0])
+    right, wrong = torch.eye(2).flatten(), torch.tensor([[0.0, 1.0], [1.0, 0.0]]).flatten()
+    correct = correct_many(model, torch.stack([right, wrong]), x, y, samples_per_batch=3)
+    assert correct.tolist() == [[True, True, True, False], [False, False, False, True]]
+    train, clients, test = small_fed
+    half = torch.arange(len(test.y)) % 2 == 0
+    out = run_decentralized(mlp(), train, clients, test, dcfg(protocol="gossip", exchange=2),
+                            test_subsets={"all": torch.ones(len(test.y), dtype=torch.bool), "half": half})
+    plain = run_decentralized(mlp(), train, clients, test, dcfg(protocol="gossip", exchange=2))
+    assert [m["accuracy_all"] for m in out.metrics] == [m["accuracy"] for m in plain.metrics]
+    assert all(0 <= m["accuracy_half"] <= 1 for m in out.metrics)
+    assert torch.equal(out.models, plain.models)
+    with pytest.raises(ValueError, match="non-empty boolean mask"):
+        run_decentralized(mlp(), train, clients, test, dcfg(), test_subsets={"x": torch.ones(3, dtype=torch.bool)})
+
+
+def test_sigma_and_noise_denominator_of_the_defects():
+    from fedlib.experiments.adpdfl import QUICK, Spec, noise_denominator, sigma_of
+
+    spec = Spec("mnist", "iid", "ADPDFL")
+    assert sigma_of(spec, QUICK, "sensitivity_inverted") == pytest.approx(60**2 * sigma_of(spec, QUICK))
+    assert noise_denominator(spec, QUICK) is None
+    assert noise_denominator(dataclasses.replace(spec, noise="m"), QUICK) == 100
+    assert sigma_of(Spec("mnist", "iid", "Non-Private"), QUICK) == 0
+    assert sigma_of(Spec("mnist", "iid", "DP-FedAvg"), QUICK) == QUICK.fedavg_sigma
+
+
+def _fake_runs(cfg, specs):
+    """A RunSummary for each spec, with distinct accuracies (what _measure needs, without training)."""
+    from fedlib.fl.engine import RunSummary
+
+    return {s: RunSummary([{"round": 1, "accuracy": 0.5 + 0.001 * k, "accuracy_exact": 0.5,
+                            "final_random": 0.4, "final_average": 0.45}], 1, 0.0)
+            for k, s in enumerate(specs)}
+
+
+@pytest.mark.parametrize("mode", ["quick", "full"])
+def test_each_configuration_measures_every_claim_of_its_mode(mode):
+    """The grids of QUICK and FULL hold every run the ledger reads (no 'not run' once every unit has finished)."""
+    from fedlib.experiments import adpdfl as ch
+    from fedlib.results import Results
+
+    cfg = ch.QUICK if mode == "quick" else ch.FULL
+    res = Results("adpdfl", mode, 0, {})
+    ch._measure(res, cfg, _fake_runs(cfg, ch._specs(cfg)), 60)
+    res.evaluate(ch.LEDGER)
+    assert not [c["key"] for c in res.claims if c["outcome"] == "not run"]
+    assert not [c["key"] for c in res.claims if mode in c.get("modes", (mode,)) and c["value"] is None]
+    specs = ch._specs(cfg)
+    assert len({s.unit_id for s in specs}) == len(specs)  # one unit per run, unique ids
+
+
+def test_full_mode_plans_one_unit_per_run_and_blocks_datasets_it_cannot_load(monkeypatch):
+    from fedlib.data.datasets import DatasetIncompleteError
+    from fedlib.experiments import adpdfl as ch
+    from fedlib.units import Units
+
+    real = ch.federation
+
+    def federation(cfg, dataset, method, seed, subset):
+        if dataset == "cifar10":
+            raise DatasetIncompleteError("needs the full CIFAR-10 (50,000 training images; found 5,438)")
+        return real(dataclasses.replace(cfg, train_images=6000, test_images=500), dataset, method, seed, "quick")
+
+    monkeypatch.setattr(ch, "federation", federation)
+    units = Units("adpdfl", "full", 0, plan_only=True)
+    res = ch.run(ch.FULL, mode="full", seed=0, units=units)
+    mnist = [s.unit_id for s in ch._specs(ch.FULL) if s.dataset == "mnist"]
+    assert units.blocked == {"cifar10/*": "needs the full CIFAR-10 (50,000 training images; found 5,438)"}
+    assert sorted(u for u, st in units.state.items() if st == "not run") == sorted([*mnist, "audit"])
+    assert res.tables["T5.4"]["rows"][0]["ours"] is None
+    assert {c["outcome"] for c in res.claims} <= {"not run", "quick mode only", "reproduced", "not reproduced",
+                                                   "inconclusive"}
+    assert res.claim("bound_tradeoff")["value"] == 1.0
+
+
 def test_tiny_chapter_run_writes_tables_and_claims(tmp_path):
-    from fedlib.experiments.adpdfl import QUICK, run
+    from fedlib.experiments.adpdfl import TINY, run
     from fedlib.results import load_results
 
-    tiny = dataclasses.replace(QUICK, train_images=400, test_images=100, num_clients=20, rounds=2, long_rounds=2,
-                               t54_m_tcs=6, t54_m_e=2, m_tcs_sweep=(4, 8), gossip_m_tcs=(6,), gossip_m_e=(2,),
-                               t52=((6, 2),), round_sweep=(2,))
-    res = run(tiny, seed=0)
+    res = run(TINY, seed=0)
     res.save(tmp_path)
     back = load_results("adpdfl", "quick", tmp_path)
     rows = back.tables["T5.4"]["rows"]
-    assert [r["framework"] for r in rows[:5]] == ["Gossip ADPDFL", "Fake-cen ADPDFL", "Gossip Non-Private",
-                                                   "Fake-cen Non-Private", "DP-FedAvg"]
-    assert all("paper" in r and r["ours"] is not None for r in rows)
-    assert {r["ours"] for r in back.tables["sigma2"]["rows"]} and all(
-        r["ours"] == pytest.approx(r["paper"], rel=5e-3) for r in back.tables["sigma2"]["rows"])
-    assert {c["id"] for c in back.claims} >= {"mnist_private_close_to_nonprivate", "mnist_learns", "bound_tradeoff"}
+    assert [r["framework"] for r in rows[:4]] == ["Gossip ADPDFL", "Fake-cen ADPDFL", "Gossip Non-Private",
+                                                   "Fake-cen Non-Private"]
+    assert all(r["paper"] is not None and r["ours"] is not None for r in rows)
+    assert all(r["ours"] == pytest.approx(r["paper"], rel=5e-3) for r in back.tables["sigma2"]["rows"])
+    assert {r["run"] for r in back.tables["audit"]["rows"]} and all(
+        r["run_epsilon_as_run"] > r["run_epsilon_thesis"] for r in back.tables["audit"]["rows"][:2])
+    central = [c for c in back.claims if c["central"]]
+    assert central and all(c["value"] is not None for c in central)

@@ -37,7 +37,7 @@ def test_clopper_pearson_and_rates():
 
 
 def test_gaussian_epsilon_inverts_the_profile():
-    for ratio in (0.5, 1.0, 2.0):
+    for ratio in (0.5, 1.0, 2.0, 100.0):  # 100: ε ≈ 5,400, past where e^ε overflows a float
         eps = gaussian_epsilon(ratio, DELTA)
         assert gaussian_delta(eps, ratio) == pytest.approx(DELTA, rel=1e-6)
     assert gaussian_epsilon(1.0, DELTA) > gaussian_epsilon(0.5, DELTA)

@@ -15,7 +15,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from fedlib.fl import Algorithm, ClipUpdate, GaussianNoise
+from fedlib.fl import Algorithm, CentralGaussian, ClipUpdate, GaussianNoise
 from fedlib.privacy import DEFAULT_ORDERS, clip_by_norm, compute_rdp, gaussian_noise, rdp_to_epsilon
 from fedlib.rng import derive_seed
 
@@ -43,7 +43,8 @@ def sensitivity(bound: float, num_samples: int) -> float:
 
 def privatize(update: Tensor, *, bound: float | None, sigma: float, num_samples: int,
               generator: torch.Generator) -> Tensor:
-    """ḡ = ĝ + N(0, σ² Δf_i² I) with ĝ = g / max(1, ‖g‖₂ / C) (eqs. 5.2-5.3; Δf_i of eq. 5.4).
+    """ḡ = ĝ + N(0, σ² Δf_i² I) with ĝ = g / max(1, ‖g‖₂ / C) (eqs. 5.2-5.3; Δf_i = 2C/n_i of eq. 5.4 with
+    n_i = ``num_samples``; Theorem 8's wording "N(0, 4C²σ²/m²)" is ``num_samples=m``).
 
     ``bound=None`` and ``sigma=0``: the non-private baselines (B5.1), the update is returned as it is.
     """
@@ -60,12 +61,22 @@ def privatize(update: Tensor, *, bound: float | None, sigma: float, num_samples:
     return clipped + gaussian_noise(update.shape, std, generator=generator).to(update.device)
 
 
-def dp_fedavg(bound: float, sigma: float) -> Algorithm:
-    """Baseline B5.2, DP-FedAvg: clip to C, client-side noise of std σ·2C/n_i (eq. 5.3), server average.
+FEDAVG_NOISE = ("client", "central")
 
-    :class:`~fedlib.fl.GaussianNoise` with ``per_sample`` adds std (its multiplier)·C/n_i, hence the 2σ.
+
+def dp_fedavg(bound: float, sigma: float, noise: Literal["client", "central"] = "client") -> Algorithm:
+    """Baseline B5.2, DP-FedAvg ("base noise variance set to two, others unchanged"), in two readings.
+
+    ``"client"`` (the chapter's mechanism with σ = 2): clip to C, client-side noise of std σ·2C/n_i (eq. 5.3),
+    server average; :class:`~fedlib.fl.GaussianNoise` with ``per_sample`` adds std (its multiplier)·C/n_i, hence
+    the 2σ. ``"central"`` (McMahan et al. 2018): the server clips each update to C, averages, and adds noise of
+    std σ·C/m_tcs to the average (:class:`~fedlib.fl.CentralGaussian`, noise σC on the sum).
     """
-    return Algorithm(transforms=[ClipUpdate(bound), GaussianNoise(2.0 * sigma, per_sample=True)])
+    if noise == "client":
+        return Algorithm(transforms=[ClipUpdate(bound), GaussianNoise(2.0 * sigma, per_sample=True)])
+    if noise == "central":
+        return Algorithm(aggregator=CentralGaussian(sigma, bound=bound))
+    raise ValueError(f"noise must be one of {FEDAVG_NOISE}, got {noise!r}")
 
 
 def privacy_factor(protocol: Protocol, m_tcs: int, num_clients: int, m_e: int | None = None) -> float:
@@ -115,6 +126,23 @@ def accountant_epsilon(sigma: float, *, sample_rate: float, rounds: int, delta: 
     (spec card §6.2): q = r_tcs, noise multiplier σ, ``rounds × releases_per_round`` steps."""
     rdp = compute_rdp(q=sample_rate, noise_multiplier=sigma, steps=rounds * releases_per_round, orders=DEFAULT_ORDERS)
     return rdp_to_epsilon(DEFAULT_ORDERS, rdp, delta, "improved")[0]
+
+
+def epsilon_as_run(sigma: float, *, num_samples: int, rounds: int, delta: float) -> float:
+    """ε of ADPDFL's mechanism as it runs, for one DC, in the book's convention (no amplification):
+
+    each upload ḡ_i = ĝ_i + N(0, (σ·2C/n_i)²) is one Gaussian release of the clipped update ĝ_i, whose
+    sensitivity is 2C (clipping bounds the upload, not one sample's share of it: local SGD clips no per-sample
+    gradient), i.e. noise multiplier σ/n_i; the T releases of a DC that takes part in every round compose (RDP,
+    Lemma 4); no amplification by subsampling (the TPS knows who takes part) or by anonymity (the leader and the
+    receivers see each upload); gossip's m_e copies of one noisy update are one release.
+    ``num_samples``: the noise denominator (n_i, or m for Theorem 8's wording).
+    """
+    if not sigma > 0:
+        raise ValueError(f"sigma must be > 0, got {sigma!r}")
+    if num_samples < 1:
+        raise ValueError(f"num_samples must be >= 1, got {num_samples!r}")
+    return accountant_epsilon(sigma / num_samples, sample_rate=1.0, rounds=rounds, delta=delta)
 
 
 def gossip_graph(m_tcs: int, m_e: int, generator: torch.Generator) -> Tensor:

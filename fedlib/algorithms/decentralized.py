@@ -10,7 +10,7 @@ DC's model is evaluated in batches with ``torch.func``; the run checkpoints and 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -22,6 +22,7 @@ from fedlib import checkpoint as checkpoint_io
 from fedlib.algorithms.adpdfl import PROTOCOLS, choose_leader, gossip_graph, mixing_matrix, privatize
 from fedlib.data.datasets import Split
 from fedlib.fl import LocalSGD, LocalTrainer, get_flat, sample_clients
+from fedlib.fl.engine import RunSummary
 from fedlib.rng import make_generator
 
 
@@ -38,6 +39,8 @@ class DecentralizedConfig:
         lr: γ, the local learning rate.
         bound: C, the clipping bound (eq. 5.2); None: no clipping (the non-private baselines, B5.1).
         sigma: σ, the noise multiplier of std σ·2C/n_i (eq. 5.3); 0: no noise.
+        noise_denominator: None: each DC's n_i, std σ·2C/n_i (eqs. 5.3-5.4); an int m: std σ·2C/m, Theorem 8's
+            wording "at least N(0, 4C²σ²/m²)" with m the anonymity factor (spec card §7.2; m = M in the chapter).
         sync: pseudo-central DCs start each round from the latest leader model (spec card §7.6); False: the
             literal Alg. 5.1, each DC trains from the model it last received.
         include_self: a gossip DC averages its own noisy update with the m_e it receives (§7.5).
@@ -53,6 +56,7 @@ class DecentralizedConfig:
     lr: float = 0.001
     bound: float | None = 1.0
     sigma: float = 0.0
+    noise_denominator: int | None = None
     sync: bool = True
     include_self: bool = True
     max_rounds_per_client: int | None = None
@@ -76,6 +80,11 @@ class DecentralizedConfig:
             raise ValueError(f"sigma must be >= 0, got {self.sigma!r}")
         if self.sigma > 0 and self.bound is None:
             raise ValueError("sigma > 0 needs a clipping bound (the sensitivity 2C/n_i is unknown without one)")
+        if self.noise_denominator is not None and (isinstance(self.noise_denominator, bool)
+                                                   or not isinstance(self.noise_denominator, int)
+                                                   or self.noise_denominator < 1):
+            raise ValueError(f"noise_denominator must be None (each DC's n_i) or a positive int m, "
+                             f"got {self.noise_denominator!r}")
 
 
 @dataclass
@@ -86,8 +95,9 @@ class DecentralizedResult:
         models: every DC's final model (M, d).
         leader_model: the latest leader model (pseudo-central) or the mean of the DCs' models (gossip).
         metrics: one dict per round: ``accuracy`` (the thesis's metric: the best test accuracy of any model
-            of a training DC, before or after aggregation, §5.4.1), ``mean_after`` (mean over the training
-            DCs after aggregation), ``leader``/``participants`` of the round.
+            of a training DC, before or after aggregation, §5.4.1), ``accuracy_<name>`` (the same metric on each
+            test subset asked for), ``mean_after`` (mean over the training DCs after aggregation), ``leader``
+            of the round (pseudo-central).
         rounds_completed: rounds run (fewer than T if too few DCs had rounds left).
     """
 
@@ -104,11 +114,49 @@ class DecentralizedResult:
     def series(self, key: str = "accuracy") -> tuple[list[int], list[float]]:
         return [int(m["round"]) for m in self.metrics], [float(m[key]) for m in self.metrics]
 
+    def summary(self, **extra: float) -> RunSummary:
+        """The run without its models (what a full-mode unit keeps), with ``extra`` numbers of the final models."""
+        return RunSummary([dict(m) for m in self.metrics], self.rounds_completed, self.elapsed_s, False, dict(extra))
+
+
+FINAL_MODELS = ("random", "average", "leader")
+
+
+def final_model(result: DecentralizedResult, how: Literal["random", "average", "leader"],
+                generator: torch.Generator | None = None) -> Tensor:
+    """The model the server takes when training ends (Alg. 5.1 end; spec card §7.15).
+
+    Gossip: ``"random"``, one DC's model drawn uniformly from all M (``generator`` needed), or ``"average"``, the
+    mean of the M DCs' models. Pseudo-central: ``"leader"``, the last leader's model.
+    """
+    if how == "random":
+        if generator is None:
+            raise ValueError("how='random' needs a generator (the draw of the DC whose model is taken)")
+        return result.models[int(torch.randint(len(result.models), (1,), generator=generator))]
+    if how == "average":
+        return result.models.mean(0)
+    if how == "leader":
+        return result.leader_model
+    raise ValueError(f"how must be one of {FINAL_MODELS}, got {how!r}")
+
 
 @torch.no_grad()
 def evaluate_many(model: nn.Module, params: Tensor, x: Tensor, y: Tensor, *, models_per_batch: int = 32,
                   samples_per_batch: int = 2000) -> Tensor:
     """Test accuracy of each row of ``params`` (k, d), all models at once with ``torch.func.vmap``."""
+    return _accuracy(correct_many(model, params, x, y, models_per_batch=models_per_batch,
+                                  samples_per_batch=samples_per_batch))
+
+
+def _accuracy(correct: Tensor) -> Tensor:
+    """Accuracy of each row of a (k, N) correctness matrix."""
+    return correct.sum(1).double() / correct.shape[1]
+
+
+@torch.no_grad()
+def correct_many(model: nn.Module, params: Tensor, x: Tensor, y: Tensor, *, models_per_batch: int = 32,
+                 samples_per_batch: int = 2000) -> Tensor:
+    """Which test samples each row of ``params`` (k, d) classifies correctly: a (k, N) bool tensor."""
     from torch.func import functional_call, vmap
 
     names = [n for n, _ in model.named_parameters()]
@@ -121,26 +169,28 @@ def evaluate_many(model: nn.Module, params: Tensor, x: Tensor, y: Tensor, *, mod
         return functional_call(model, {n: p.view(s) for n, p, s in zip(names, parts, shapes)}, (xb,))
 
     batched = vmap(logits, in_dims=(0, None))
-    correct = torch.zeros(len(params), dtype=torch.long, device=params.device)
+    correct = torch.zeros(len(params), len(y), dtype=torch.bool, device=params.device)
     for i in range(0, len(params), models_per_batch):
         chunk = params[i:i + models_per_batch]
         for s in range(0, len(y), samples_per_batch):
             pred = batched(chunk, x[s:s + samples_per_batch]).argmax(-1)
-            correct[i:i + len(chunk)] += (pred == y[s:s + samples_per_batch]).sum(-1)
-    return correct.double() / len(y)
+            correct[i:i + len(chunk), s:s + samples_per_batch] = pred == y[s:s + samples_per_batch]
+    return correct
 
 
 def _identity(config: DecentralizedConfig, model: nn.Module, init: Tensor, train: Split, clients: Sequence[Tensor],
-              test: Split) -> dict:
+              test: Split, subsets: Mapping[str, Tensor]) -> dict:
     """Everything that determines the run's numbers (see :mod:`fedlib.checkpoint`)."""
+    extra = {"test_subsets": {k: v.cpu() for k, v in subsets.items()}} if subsets else {}
     return checkpoint_io.identity(config=config, architecture=repr(model), init=init.cpu(), clients=list(clients),
                                   train=checkpoint_io.data_digest(train.x, train.y),
-                                  test=checkpoint_io.data_digest(test.x, test.y))
+                                  test=checkpoint_io.data_digest(test.x, test.y), **extra)
 
 
 def run_decentralized(model: nn.Module, train: Split, clients: Sequence[Tensor], test: Split,
                       config: DecentralizedConfig, *, init: Tensor | None = None, checkpoint: str | Path | None = None,
-                      progress: bool = False, device: str | torch.device | None = None) -> DecentralizedResult:
+                      progress: bool = False, device: str | torch.device | None = None,
+                      test_subsets: Mapping[str, Tensor] | None = None) -> DecentralizedResult:
     """Run ADPDFL FL-TRAINING (Alg. 5.1) with GOSSIPCOMM or FAKECENCOMM (Alg. 5.2).
 
     Args:
@@ -152,6 +202,8 @@ def run_decentralized(model: nn.Module, train: Split, clients: Sequence[Tensor],
             is resumed from (same numbers as an uninterrupted run).
         device: where models and data live (default: the CPU). The random streams stay on the CPU, so
             the sampled clients, graphs, leaders and batches do not depend on it.
+        test_subsets: name -> boolean mask over ``test``: the §5.4.1 metric is also recorded on each subset
+            (``accuracy_<name>``; e.g. CIFAR-10's test images with exact pixels), at no extra model evaluation.
     """
     cfg = config
     num_clients = len(clients)
@@ -159,6 +211,11 @@ def run_decentralized(model: nn.Module, train: Split, clients: Sequence[Tensor],
         raise ValueError(f"training_clients ({cfg.training_clients}) exceeds the number of DCs ({num_clients})")
     if any(len(c) == 0 for c in clients):
         raise ValueError("every DC needs at least one sample; got an empty one")
+    subsets = dict(test_subsets or {})
+    for name, mask in subsets.items():
+        if mask.dtype != torch.bool or mask.shape != (len(test.y),) or not bool(mask.any()):
+            raise ValueError(f"test_subsets[{name!r}] must be a non-empty boolean mask of shape ({len(test.y)},), "
+                             f"got dtype {mask.dtype} and shape {tuple(mask.shape)}")
     device = torch.device(device or "cpu")
     model = model.to(device)
     x, y, tx, ty = train.x.to(device), train.y.to(device), test.x.to(device), test.y.to(device)
@@ -168,7 +225,7 @@ def run_decentralized(model: nn.Module, train: Split, clients: Sequence[Tensor],
     state = {"round": 0, "models": w0.expand(num_clients, -1).clone(), "leader_model": w0.clone(),
              "leader": None, "counts": torch.zeros(num_clients, dtype=torch.long), "metrics": []}
     path = Path(checkpoint) if checkpoint is not None else None
-    ident = _identity(cfg, model, w0, train, clients, test) if path is not None else None
+    ident = _identity(cfg, model, w0, train, clients, test, subsets) if path is not None else None
     saved = checkpoint_io.load(path, ident, map_location=device) if path is not None else None
     if saved is not None:
         state = saved
@@ -185,7 +242,8 @@ def run_decentralized(model: nn.Module, train: Split, clients: Sequence[Tensor],
         picks = sample_clients(len(eligible), cfg.training_clients, make_generator(cfg.seed, "sample", t))
         chosen = tuple(eligible[i] for i in picks)
         state["counts"][list(chosen)] += 1
-        _round(t, chosen, state, cfg, trainer, x, y, clients, tx, ty)
+        _round(t, chosen, state, cfg, trainer, x, y, clients, tx, ty,
+               {k: v.to(device) for k, v in subsets.items()})
         if path is not None:
             checkpoint_io.save(path, ident, state)
     return DecentralizedResult(state["models"], state["leader_model"], state["metrics"], len(state["metrics"]),
@@ -193,7 +251,8 @@ def run_decentralized(model: nn.Module, train: Split, clients: Sequence[Tensor],
 
 
 def _round(t: int, chosen: tuple[int, ...], state: dict, cfg: DecentralizedConfig, trainer: LocalTrainer,
-           x: Tensor, y: Tensor, clients: Sequence[Tensor], tx: Tensor, ty: Tensor) -> None:
+           x: Tensor, y: Tensor, clients: Sequence[Tensor], tx: Tensor, ty: Tensor, subsets: dict[str, Tensor]
+           ) -> None:
     """One round of Alg. 5.1 step 3 on ``state`` (models, leader model, previous leader, metrics)."""
     models = state["models"]
     starts = (state["leader_model"].expand(len(chosen), -1) if cfg.protocol == "pseudo_central" and cfg.sync
@@ -207,7 +266,8 @@ def _round(t: int, chosen: tuple[int, ...], state: dict, cfg: DecentralizedConfi
             update, _ = trainer.train(starts[j], x, y, clients[c], lr=cfg.lr, opt=cfg.local,
                                       generator=make_generator(cfg.seed, "train", t, c))
             local[j] = starts[j] - update
-            noisy[j] = privatize(update, bound=cfg.bound, sigma=cfg.sigma, num_samples=len(clients[c]),
+            noisy[j] = privatize(update, bound=cfg.bound, sigma=cfg.sigma,
+                                 num_samples=cfg.noise_denominator or len(clients[c]),
                                  generator=make_generator(cfg.seed, "ldp_noise", t, c))
     finally:
         torch.set_num_threads(threads)
@@ -227,9 +287,11 @@ def _round(t: int, chosen: tuple[int, ...], state: dict, cfg: DecentralizedConfi
         state["leader_model"], state["leader"] = new, leader
         after = new[None]
         row["leader"] = leader
-    acc_local = evaluate_many(trainer.model, local, tx, ty)
-    acc_after = evaluate_many(trainer.model, after, tx, ty)
-    row.update(accuracy=float(torch.cat([acc_local, acc_after]).max()), mean_after=float(acc_after.mean()),
-               mean_local=float(acc_local.mean()))
+    correct = torch.cat([correct_many(trainer.model, local, tx, ty), correct_many(trainer.model, after, tx, ty)])
+    acc = _accuracy(correct)
+    acc_local, acc_after = acc[:len(local)], acc[len(local):]
+    row.update(accuracy=float(acc.max()), mean_after=float(acc_after.mean()), mean_local=float(acc_local.mean()))
+    for name, mask in subsets.items():
+        row[f"accuracy_{name}"] = float(_accuracy(correct[:, mask]).max())
     state["metrics"].append(row)
     state["round"] = t + 1
