@@ -224,27 +224,40 @@ def test_federation_heldout_matches_the_forgotten_counts_and_is_disjoint():
     assert len(members) == 5 * 340 and not any(v.numpy().tobytes() in members for v in s.heldout[0])
 
 
-def test_calibrated_auc_is_chance_against_itself_and_detects_a_fitted_member():
-    from fedlib.experiments.flz import calibrated_auc
+def test_backdoored_federation_poisons_only_the_forgotten_agent():
+    from fedlib.experiments.flz import federation
+    from fedlib.unlearning.verify import add_trigger
+
+    clean, bad = federation("mnist", "uneven", 0), federation("mnist", "uneven", 0, backdoor=0.5, target=0)
+    assert torch.equal(clean.fed.x[:4], bad.fed.x[:4]) and torch.equal(clean.fed.y[:4], bad.fed.y[:4])
+    poisoned = (bad.fed.x[4] != clean.fed.x[4]).flatten(1).any(1)
+    assert int(poisoned.sum()) == 170 and bool((bad.fed.y[4][poisoned] == 0).all())
+    assert torch.equal(bad.fed.x[4][poisoned], add_trigger(clean.fed.x[4][poisoned], bad.trigger))
+
+
+def test_membership_attack_from_probes_is_chance_against_itself_and_detects_a_fitted_member():
+    from fedlib.experiments.flz import membership
 
     gen = torch.Generator().manual_seed(0)
-    ref = {"losses_forgotten": torch.rand(50, generator=gen).tolist(),
-           "losses_heldout": torch.rand(60, generator=gen).tolist()}
-    assert calibrated_auc(ref, ref) == 0.5  # every score 0: ties count half
-    fitted = {"losses_forgotten": [v - 0.3 for v in ref["losses_forgotten"]],  # members' losses drop, others do not
-              "losses_heldout": ref["losses_heldout"]}
-    assert calibrated_auc(fitted, ref) == 1.0
-    assert calibrated_auc(ref, fitted) == 0.0  # sign-flipped: the reference is the one that fitted the members
+    ref = {"phi_members": torch.randn(200, generator=gen).tolist(),
+           "phi_nonmembers": torch.randn(300, generator=gen).tolist()}
+    same = membership(ref, [ref])
+    assert same["auc"] == 0.5 and same["tpr@0.01"] == 0.0  # every score 0: no member above any threshold
+    fitted = {"phi_members": [v + 3.0 for v in ref["phi_members"]],  # the target is more confident on members only
+              "phi_nonmembers": ref["phi_nonmembers"]}
+    got = membership(fitted, [ref])
+    assert got["auc"] == 1.0 and got["tpr@0.001"] == 1.0
+    assert membership(ref, [fitted])["auc"] == 0.0  # sign-flipped: the reference is the one that fitted them
 
 
 def test_selective_rise_is_zero_without_unlearning_and_signed():
     from fedlib.experiments.flz import _selective_rise
 
     final = {"loss_forgotten": 0.4, "loss_heldout": 0.5}
-    assert _selective_rise({"final": final, "unlearned": final}) == 0.0
+    assert _selective_rise(final, final) == 0.0
     up = {"loss_forgotten": 0.6, "loss_heldout": 0.55}  # +50 % on the client's samples, +10 % on held-out ones
-    assert _selective_rise({"final": final, "unlearned": up}) == pytest.approx(0.4)
-    assert _selective_rise(None) is None
+    assert _selective_rise(final, up) == pytest.approx(0.4)
+    assert _selective_rise(up, final) < 0 and _selective_rise(None, up) is None
 
 
 def test_flz_without_a_forget_set_unlearns_nothing():
@@ -296,5 +309,5 @@ def test_equal_units_are_computed_once():
     chapter.run(cfg, mode="full", units=units)
     ids = list(units.state)
     # Fig. 4.4's FLZ run equals the grid's cell (1, 1) and Fig. 4.5's d = 5 (same schedule in full mode): one unit
-    assert sum(u.startswith("uneven/mnist/seed235/FLZ d5 t1,1 K50") for u in ids) == 1
+    assert ids.count("uneven/mnist/seed235/FLZ d5 t1,1 K50/R100") == 1
     assert len(ids) == len(set(ids))

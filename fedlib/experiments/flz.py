@@ -15,7 +15,6 @@ that compare models (agreement with retraining) are computed from the stored tes
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import statistics
 import time
@@ -27,18 +26,30 @@ import torch
 from torch import Tensor
 
 from fedlib.data import load_dataset
-from fedlib.data.datasets import DatasetIncompleteError
+from fedlib.data.datasets import DATASETS, DatasetIncompleteError
 from fedlib.data.partition import by_counts
 from fedlib.experiments.common import fresh_model
 from fedlib.fl.batched import BatchedClients, stack_clients
-from fedlib.fl.params import get_flat, set_flat
+from fedlib.fl.params import get_flat
 from fedlib.ledger import Claim
 from fedlib.results import Results
 from fedlib.rng import derive_seed, make_generator
 from fedlib.units import Units
 from fedlib.unlearning.flz import PRESETS, ContributionConfig, LocalAdam, centralised, flavg, flz, local_only
 from fedlib.unlearning.stage import Federation
-from fedlib.unlearning.verify import membership_auc
+from fedlib.unlearning.verify import (
+    LOW_FPRS,
+    Trigger,
+    attack_success_rate,
+    calibrated_scores,
+    forgotten_samples,
+    logit_confidence,
+    logits,
+    membership_auc,
+    plant_backdoor,
+    roc_auc,
+    tpr_at_fpr,
+)
 
 #: Table 4.1: the classes each agent holds (50 images each) in the sanity-check split
 SANITY = ({0, 2, 4, 5, 7, 9}, {1, 2, 3, 4, 6, 8}, {0, 2, 6, 7, 8, 9}, {1, 3, 4, 5, 8, 9}, {0, 1, 3, 5, 6, 7})
@@ -92,6 +103,9 @@ class FLZConfig:
         splits: the splits of Figs. 4.2-4.4 that run (all three but in the smallest test configuration).
         sanity: run Table 4.2 and Fig. 4.1 (the sanity split).
         presets: the contribution-model presets compared on the slightly heterogeneous split.
+        backdoor_splits: the splits on which FLAvg and FLZ also run with the forgotten agent's data carrying a
+            backdoor (``backdoor_fraction`` of its samples stamped with a 4 × 4 white patch and relabelled
+            ``backdoor_target``), for the verification's backdoor success rate.
     """
 
     datasets: tuple[str, ...] = ("mnist", "fashion_mnist")
@@ -110,6 +124,9 @@ class FLZConfig:
     splits: tuple[str, ...] = tuple(SPLITS)
     sanity: bool = True
     presets: tuple[str, ...] = ("thesis", "ltu_code")
+    backdoor_splits: tuple[str, ...] = ("uneven",)
+    backdoor_fraction: float = 0.5
+    backdoor_target: int = 0
 
 
 QUICK = FLZConfig(steps=15, sweep_steps=10, seeds=F46_SEEDS[:3])
@@ -117,7 +134,7 @@ FULL = FLZConfig(rounds=100, local=LocalAdam(200), steps=50, sweep_rounds=100, s
                  repeat_seeds=F46_SEEDS)
 #: the smallest configuration whose central claim the deliberate defects flip (seconds)
 TINY = FLZConfig(rounds=10, local=LocalAdam(10), steps=15, isolated_epochs=5, temperatures=(), z_dims=(), seeds=(),
-                 splits=("iid", "uneven"), sanity=False, presets=())
+                 splits=("iid", "uneven"), sanity=False, presets=(), backdoor_splits=())
 
 #: Deliberate defects for the falsification test: each must flip the central claim's verdict.
 DEFECTS = {"no_unlearning": "FLZ(unlearn) keeps the forgotten client's share (eq. 3.13 with U = ∅: the global model "
@@ -126,7 +143,8 @@ DEFECTS = {"no_unlearning": "FLZ(unlearn) keeps the forgotten client's share (eq
                                            "are its random initial outputs"}
 
 _DATASETS = ("mnist", "fashion_mnist")
-_BOTH = tuple(f"{split}/{ds}" for split in ("iid", "het", "uneven") for ds in _DATASETS)
+#: Fig. 4.3's settings: the thesis's FLZ (ReLU on ẑ) on both datasets and our softplus variant on MNIST
+_HET = (*_DATASETS, "mnist, softplus (ours)")
 #: where the forgotten agent's samples share their classes with the other agents (a sample-level signal exists)
 _SAMPLE_LEVEL = tuple(f"{split}/{ds}" for split in ("iid", "uneven") for ds in _DATASETS)
 
@@ -178,10 +196,12 @@ LEDGER = [
           "local training: all five frameworks score low", "§4.6, Fig. 4.3", "acc(FLAvg) − acc(ll), complete "
           "heterogeneity", "≈", settings=_DATASETS),
     Claim("het_band", "All five frameworks exhibit relatively low accuracies, ranging from 0.2 to 0.25", "Fig. 4.3",
-          "largest distance of a framework's accuracy from [0.20, 0.25] (0 inside)", "≈", settings=_DATASETS,
-          modes=("full",), note="the thesis does not say whether Fig. 4.3 is MNIST or Fashion-MNIST: both are run"),
+          "largest distance of a framework's accuracy from [0.20, 0.25] (0 inside)", "≈", settings=_HET,
+          modes=("full",), note="the thesis does not say whether Fig. 4.3 is MNIST or Fashion-MNIST: both are run; "
+          "'softplus (ours)': FLZ with softplus on ẑ, so that no contribution π can die"),
     Claim("het_unlearn_highest", "One observation that stands out is the superior accuracy of FLZ(unlearn)",
-          "Fig. 4.3", "acc(FLZ(unlearn)) − best of the other four frameworks", ">", settings=_DATASETS),
+          "Fig. 4.3", "acc(FLZ(unlearn)) − best of the other four frameworks", ">", settings=_HET,
+          note="'softplus (ours)': FLZ and FLZ(unlearn) with softplus on ẑ (no contribution can die)"),
     Claim("uneven_level", "Both FLAvg and FLAvg(subset) produce high accuracies, hovering around 0.8", "Fig. 4.4",
           "acc − 0.8 of whichever of FLAvg and FLAvg(subset) is farther from it", "≈", settings=_DATASETS,
           modes=("full",)),
@@ -210,14 +230,21 @@ LEDGER = [
           "separates the controls there; forgets_own_classes tests it"),
     Claim("forgets_like_retraining", "It achieves results comparable to retraining from scratch without requiring "
           "the participation of the client to be unlearned", "Abstract, §5.1",
-          "calibrated membership AUC: FLZ(unlearn) − SCRATCH (retrained without the agent, another seed)", "≈",
-          unit="auc",
-          settings=_BOTH),
+          "membership AUC of the forgotten agent's training samples, calibrated per sample by models trained "
+          "without it (offline LiRA): FLZ(unlearn) − the negative control (retrained without it, another seed)",
+          "≈", unit="auc", settings=_SAMPLE_LEVEL, note="the detail gives the positive control (FLAvg, trained "
+          "with the agent) and FLZ before unlearning: where they are close to the negative control the metric "
+          "cannot tell, and FLZ without unlearning passes too; on complete heterogeneity no sample-level metric "
+          "separates the controls (forgets_own_classes tests it)"),
+    Claim("forgets_backdoor", "... comparable to retraining from scratch: a backdoor the client planted is gone",
+          "Abstract, §5.1 (our backdoor check: Sommer et al. 2020)", "backdoor success rate on triggered test "
+          "images after agent 4's data carried the trigger: FLZ(unlearn) − the negative control", "≈",
+          unit="probability", settings=("uneven/mnist", "uneven/fashion_mnist")),
     Claim("forgets_own_classes", "... comparable to retraining from scratch, where forgetting is visible: agent 4 "
           "alone holds classes 8 and 9", "Abstract, §5.1 (Fig. 4.3's split)", "accuracy on agent 4's training "
-          "samples: FLZ(unlearn) − FLAvg(subset), complete heterogeneity", "≈", settings=_DATASETS,
-          note="the detail gives FLZ before unlearning and FLAvg (trained with agent 4): a model that never "
-               "carried agent 4's classes passes too"),
+          "samples: FLZ(unlearn) − the negative control (retrained without it), complete heterogeneity", "≈",
+          settings=_DATASETS, note="the detail gives FLZ before unlearning and FLAvg (trained with agent 4): a "
+          "model that never carried agent 4's classes passes too"),
     # Tables 4.5 and 4.6: the temperatures (MNIST, slight heterogeneity)
     Claim("grid_unlearn_above_flz", "FLZ(unlearn) generally performs better than FLZ (Tables 4.5 and 4.6: higher "
           "in all 9 cells)", "Tables 4.5, 4.6, §4.7", "mean over the 9 (t1, t2) cells of acc(FLZ(unlearn)) − "
@@ -254,18 +281,29 @@ LEDGER = [
 @dataclass
 class Setting:
     """One split of one dataset at one seed: the federation, the shared test set (60 images per class from the
-    official test split, spec card A14), W^0, and held-out training images with the forgotten clients' class
-    counts (non-members for the membership attack)."""
+    official test split, spec card A14), W^0, held-out training images with the forgotten clients' class counts
+    (non-members for the membership attack), and the backdoor trigger (planted in the forgotten clients' data
+    only in a backdoored setting)."""
 
     fed: Federation
     test: tuple[Tensor, Tensor]
     init: Tensor
     heldout: tuple[Tensor, Tensor]
+    trigger: Trigger
+
+
+def trigger_for(dataset: str, target: int = 0) -> Trigger:
+    """A 4 × 4 white patch in the bottom-right corner (white in the standardised scale the model sees),
+    relabelled ``target``."""
+    info = DATASETS[dataset]
+    return Trigger(target, 4, (1.0 - info.mean[0]) / info.std[0])
 
 
 def federation(dataset: str, split: str, seed: int, *, forget: tuple[int, ...] = (4,), subset: str = "all",
-               test_per_class: int = 60) -> Setting:
-    """The thesis's split of ``dataset`` (disjoint, redrawn per seed) with a linear model (784 → 10)."""
+               test_per_class: int = 60, backdoor: float = 0.0, target: int = 0) -> Setting:
+    """The thesis's split of ``dataset`` (disjoint, redrawn per seed) with a linear model (784 → 10); with
+    ``backdoor`` > 0, that fraction of each forgotten client's samples carries the trigger and the target label
+    (:func:`fedlib.unlearning.verify.plant_backdoor`)."""
     train = load_dataset(dataset, train=True, subset=subset)
     test = load_dataset(dataset, train=False, subset=subset)
     counts = split_counts(split)
@@ -278,39 +316,48 @@ def federation(dataset: str, split: str, seed: int, *, forget: tuple[int, ...] =
     rest = torch.nonzero(~taken).flatten()
     wanted = [sum(counts[k][c] for k in forget) for c in range(10)]
     held = rest[by_counts(train.y[rest], [wanted], generator=make_generator(seed, "heldout", dataset, split))[0]]
+    trigger = trigger_for(dataset, target)
+    if backdoor:
+        x, y, _ = plant_backdoor(x, y, list(forget), trigger, backdoor,
+                                 generator=make_generator(seed, "backdoor", dataset, split))
     return Setting(Federation(BatchedClients(model), x, y, seed), (test.x[test_idx], test.y[test_idx]),
-                   get_flat(model), (train.x[held], train.y[held]))
+                   get_flat(model), (train.x[held], train.y[held]), trigger)
 
 
 def probe(setting: Setting, params: Tensor, forget: tuple[int, ...]) -> dict[str, Any]:
-    """What the verification needs from a final model, computed inside its unit: test accuracy and predictions,
-    accuracy on the forgotten and remaining clients' training samples, the forgotten samples' mean loss, and the
-    AUC of the loss-threshold membership attack (forgotten samples against label-matched held-out ones)."""
+    """What the verification needs from a final model, computed inside its unit (a unit keeps no model): test
+    accuracy and predicted classes (one digit per test image), accuracy on the forgotten and remaining clients'
+    training samples, the mean loss on the forgotten samples and on label-matched held-out ones with the AUC of
+    the loss-threshold attack between them, the backdoor success rate on the triggered test images, and each
+    sample's logit-scaled confidence φ (4 significant digits) for the calibrated membership attack
+    (:func:`membership`)."""
     fed = setting.fed
     keep = [k for k in range(fed.num_clients) if k not in forget]
-    x_f, y_f = fed.x[list(forget)].flatten(0, 1), fed.y[list(forget)].flatten()
-    member = fed.trainer.losses(params, x_f, y_f)
-    nonmember = fed.trainer.losses(params, *setting.heldout)
-    model = copy.deepcopy(fed.trainer.model)
-    set_flat(model, params)
-    with torch.no_grad():
-        pred = model(setting.test[0]).argmax(1)
+    members, nonmembers = forgotten_samples(fed, forget), setting.heldout
+    loss_m, loss_n = fed.trainer.losses(params, *members), fed.trainer.losses(params, *nonmembers)
+    pred = logits(fed.trainer, params, setting.test[0]).argmax(1)
     return {"accuracy": float((pred == setting.test[1]).float().mean()),
             "acc_forgotten": float(fed.client_accuracy(params, forget).mean()),
             "acc_remaining": float(fed.client_accuracy(params, keep).mean()),
-            "loss_forgotten": float(member.mean()), "loss_heldout": float(nonmember.mean()),
-            "mia_auc": membership_auc(member, nonmember), "test_pred": pred.tolist(),
-            "losses_forgotten": [float(f"{v:.5g}") for v in member.tolist()],
-            "losses_heldout": [float(f"{v:.5g}") for v in nonmember.tolist()]}
+            "loss_forgotten": float(loss_m.mean()), "loss_heldout": float(loss_n.mean()),
+            "loss_auc": membership_auc(loss_m, loss_n),
+            "backdoor_success": attack_success_rate(fed.trainer, params, *setting.test, setting.trigger),
+            "test_pred": "".join(map(str, pred.tolist())),
+            **{f"phi_{k}": [float(f"{v:.4g}") for v in logit_confidence(fed.trainer, params, *xy).tolist()]
+               for k, xy in (("members", members), ("nonmembers", nonmembers))}}
 
 
-def calibrated_auc(target: dict, reference: dict) -> float:
-    """Membership AUC of the forgotten samples with each sample's loss calibrated by a reference model trained
-    without them (LiRA-style, offline, one reference): the attack scores ℓ_target(x) − ℓ_reference(x), so that
-    a sample that is merely easy or hard for every model stops looking like a member; 0.5: no signal."""
-    member = torch.tensor(target["losses_forgotten"]) - torch.tensor(reference["losses_forgotten"])
-    nonmember = torch.tensor(target["losses_heldout"]) - torch.tensor(reference["losses_heldout"])
-    return membership_auc(member, nonmember)
+def membership(target: dict, references: list[dict]) -> dict[str, float]:
+    """The calibrated membership attack (offline LiRA, :func:`fedlib.unlearning.verify.calibrated_scores`) on a
+    probed model, with probed ``references`` trained without the forgotten clients: AUC and TPR at 1 % and
+    0.1 % FPR of the forgotten samples against the held-out ones."""
+    def phi(p: dict) -> Tensor:
+        return torch.tensor(p["phi_members"] + p["phi_nonmembers"])
+
+    score = calibrated_scores(phi(target), [phi(r) for r in references])
+    m = len(target["phi_members"])
+    pos, neg = score[:m], score[m:]
+    return {"auc": roc_auc(pos, neg), **{f"tpr@{f:g}": tpr_at_fpr(pos, neg, f) for f in LOW_FPRS}}
 
 
 class _Chapter:
@@ -339,12 +386,22 @@ class _Chapter:
     def _subset(self) -> str:
         return "full" if self.mode == "full" else "all"
 
-    def setting(self, ds: str, split: str, seed: int) -> Setting:
-        key = (ds, split, seed)
+    def setting(self, ds: str, split: str, seed: int, backdoor: bool = False) -> Setting:
+        cfg, key = self.cfg, (ds, split, seed, backdoor)
         if key not in self._settings:
-            self._settings[key] = federation(ds, split, seed, forget=self.cfg.forget, subset=self._subset(),
-                                             test_per_class=self.cfg.test_per_class)
+            self._settings[key] = federation(ds, split, seed, forget=cfg.forget, subset=self._subset(),
+                                             test_per_class=cfg.test_per_class,
+                                             backdoor=cfg.backdoor_fraction if backdoor else 0.0,
+                                             target=cfg.backdoor_target)
         return self._settings[key]
+
+    def spec(self, ds: str, split: str, seed: int, framework: str, backdoor: bool, **rest) -> dict:
+        """Everything that determines a unit: the data, the framework and its schedule, the forgotten clients,
+        the test set and the verification's trigger (and whether it is planted)."""
+        cfg = self.cfg
+        return {"dataset": ds, "split": split, "seed": seed, "framework": framework, "local": cfg.local,
+                "forget": cfg.forget, "test_per_class": cfg.test_per_class, "trigger_target": cfg.backdoor_target,
+                "backdoor_fraction": cfg.backdoor_fraction if backdoor else 0.0, **rest}
 
     def unit(self, unit_id: str, spec: dict, compute: Callable[[], dict]) -> dict | None:
         """A unit's result; a unit asked for twice in one run (equal configurations, e.g. Fig. 4.4's FLZ run and
@@ -364,16 +421,16 @@ class _Chapter:
         return () if self.defect == "no_unlearning" else self.cfg.forget
 
     def flavg(self, ds: str, split: str, seed: int, rounds: int, *, subset: bool = False,
-              scratch: bool = False) -> dict | None:
+              scratch: bool = False, backdoor: bool = False) -> dict | None:
         """FLAvg (or FLAvg(subset): retraining without the forgotten clients; ``scratch``: that retraining with
-        another seed's W^0 and batch order, the verification's negative control)."""
+        another seed's W^0 and batch order, the verification's negative control; ``backdoor``: the forgotten
+        clients' data carry the trigger)."""
         cfg = self.cfg
-        name = "SCRATCH" if scratch else "FLAvg(subset)" if subset else "FLAvg"
-        spec = {"dataset": ds, "split": split, "seed": seed, "framework": name, "rounds": rounds,
-                "local": cfg.local, "forget": cfg.forget, "test_per_class": cfg.test_per_class}
+        name = ("SCRATCH" if scratch else "FLAvg(subset)" if subset else "FLAvg") + (" backdoor" if backdoor else "")
+        spec = self.spec(ds, split, seed, name, backdoor, rounds=rounds)
 
         def compute() -> dict:
-            s = self.setting(ds, split, seed)
+            s = self.setting(ds, split, seed, backdoor)
             fed, init = s.fed, s.init
             if scratch:
                 other = derive_seed(seed, "scratch") % 2**31
@@ -385,16 +442,16 @@ class _Chapter:
 
         return self.unit(f"{split}/{ds}/seed{seed}/{name}/R{rounds}", spec, compute)
 
-    def flz(self, ds: str, split: str, seed: int, rounds: int, preset: ContributionConfig, tag: str) -> dict | None:
+    def flz(self, ds: str, split: str, seed: int, rounds: int, preset: ContributionConfig, tag: str, *,
+            backdoor: bool = False) -> dict | None:
         """One FLZ run: per-round accuracy of FLZ and FLZ(unlearn), π shares, reconstruction error, entanglement,
         the rounds with a dead π, and :func:`probe` of both final models."""
         cfg, drop = self.cfg, self.drop()
-        spec = {"dataset": ds, "split": split, "seed": seed, "framework": "FLZ", "rounds": rounds,
-                "local": cfg.local, "preset": preset, "forget": drop, "test_per_class": cfg.test_per_class}
-        defect = f"/{self.defect}" if self.defect else ""
+        spec = self.spec(ds, split, seed, "FLZ", backdoor, rounds=rounds, preset=preset, unlearn=drop)
+        suffix = (" backdoor" if backdoor else "") + (f"/{self.defect}" if self.defect else "")
 
         def compute() -> dict:
-            s = self.setting(ds, split, seed)
+            s = self.setting(ds, split, seed, backdoor)
             r = flz(s.fed, s.init, rounds, cfg.local, preset, s.test, forget=drop, progress=self.progress,
                     warn=False)
             return {"accuracy": r.accuracy, "unlearn_accuracy": r.unlearn_accuracy, "shares": r.shares,
@@ -402,7 +459,7 @@ class _Chapter:
                     "dead": {str(k): v for k, v in sorted(r.dead_rounds.items())},
                     "final": probe(s, r.params, cfg.forget), "unlearned": probe(s, r.unlearned, cfg.forget)}
 
-        return self.unit(f"{split}/{ds}/seed{seed}/FLZ {tag}/R{rounds}{defect}", spec, compute)
+        return self.unit(f"{split}/{ds}/seed{seed}/FLZ {tag}/R{rounds}{suffix}", spec, compute)
 
     def isolated(self, ds: str, split: str, seed: int, kind: str) -> dict | None:
         """ll (every agent alone) or CL (the union of the agents' data), ``isolated_epochs`` epochs from W^0."""
@@ -460,8 +517,8 @@ def run(config: FLZConfig = QUICK, *, mode: str = "quick", seed: int = 0, progre
     seeds = _seeds(res, ch) if cfg.seeds else {}
     if cfg.presets:
         _presets(res, ch)
-    _verification(res, ch, frameworks)
-    _measure(res, cfg, sanity, frameworks, grid, zdims, seeds)
+    verified = _verification(res, frameworks)
+    _measure(res, cfg, sanity, frameworks, verified, grid, zdims, seeds)
     res.evaluate(LEDGER)
     res.elapsed_s = time.perf_counter() - began
     return res
@@ -483,15 +540,15 @@ def _sanity(res: Results, ch: _Chapter) -> dict:
     """Table 4.2 (FL, ll, CL) and Fig. 4.1 (entanglement with and without the regulariser), MNIST, sanity split."""
     cfg, seed = ch.cfg, ch.seed
     fl = ch.flavg("mnist", "sanity", seed, cfg.rounds)
-    t42 = {"FL": _get(fl, "accuracy", -1), "local learning": _get(ch.isolated("mnist", "sanity", seed, "ll"),
-                                                                     "accuracy"),
+    t42 = {"FL": _get(fl, "accuracy", -1),
+           "local learning": _get(ch.isolated("mnist", "sanity", seed, "ll"), "accuracy"),
            "centralised learning": _get(ch.isolated("mnist", "sanity", seed, "CL"), "accuracy")}
     res.add_table("T4.2", f"Table 4.2: sanity check, MNIST, sanity split, {cfg.rounds} rounds × {cfg.local.epochs} "
                   f"epochs (paper: 100 × 200)", [{"framework": k, "paper": T42[k], "ours": v} for k, v in t42.items()])
     ent = {}
     for t in (0.0, 1.0):
-        r = ch.flz("mnist", "sanity", seed, cfg.rounds, ch.preset(cfg.steps, t1=t, t2=t), _tag(ch.preset(
-            cfg.steps, t1=t, t2=t)))
+        preset = ch.preset(cfg.steps, t1=t, t2=t)
+        r = ch.flz("mnist", "sanity", seed, cfg.rounds, preset, _tag(preset))
         ent[t] = _get(r, "entanglement")
         if r is not None:
             res.add_series(f"F4.1/t={t:g}", list(range(1, cfg.rounds + 1)), r["entanglement"],
@@ -500,8 +557,9 @@ def _sanity(res: Results, ch: _Chapter) -> dict:
 
 
 def _split_runs(ch: _Chapter, ds: str, split: str, seed: int) -> dict[str, dict | None]:
-    """The frameworks of Figs. 4.2-4.4 on one split and seed (our softplus variant beside FLZ on complete
-    heterogeneity, where FLZ(unlearn) must forget whole classes; the negative control SCRATCH where verified)."""
+    """The frameworks of Figs. 4.2-4.4 on one split and seed, our softplus variant beside FLZ on complete
+    heterogeneity of MNIST (where FLZ(unlearn) must forget whole classes), the verification's negative control SCRATCH,
+    and FLAvg and FLZ with the forgotten agent's data backdoored where ``backdoor_splits`` asks."""
     cfg = ch.cfg
     preset = ch.preset(cfg.steps)
     runs = {"FLAvg": ch.flavg(ds, split, seed, cfg.rounds),
@@ -509,9 +567,12 @@ def _split_runs(ch: _Chapter, ds: str, split: str, seed: int) -> dict[str, dict 
             "FLZ": ch.flz(ds, split, seed, cfg.rounds, preset, _tag(preset)),
             "ll": ch.isolated(ds, split, seed, "ll"),
             "SCRATCH": ch.flavg(ds, split, seed, cfg.rounds, scratch=True)}
-    if split == "het":
+    if split == "het" and ds == "mnist":
         soft = ch.preset(cfg.steps, zhat_act="softplus")
         runs["FLZ softplus"] = ch.flz(ds, split, seed, cfg.rounds, soft, _tag(soft))
+    if split in cfg.backdoor_splits:
+        runs["FLAvg backdoor"] = ch.flavg(ds, split, seed, cfg.rounds, backdoor=True)
+        runs["FLZ backdoor"] = ch.flz(ds, split, seed, cfg.rounds, preset, _tag(preset), backdoor=True)
     return runs
 
 
@@ -533,7 +594,8 @@ def _frameworks(res: Results, ch: _Chapter) -> dict:
         for ds in cfg.datasets:
             reps = [_split_runs(ch, ds, split, s) for s in ch.repeats]
             out[(split, ds)] = reps
-            names = [*FRAMEWORKS, *(("FLZ softplus", "FLZ(unlearn) softplus") if split == "het" else ())]
+            soft = split == "het" and ds == "mnist"
+            names = [*FRAMEWORKS, *(("FLZ softplus", "FLZ(unlearn) softplus") if soft else ())]
             for name in names:
                 values = [_final(r, name) for r in reps]
                 flz_key = "FLZ softplus" if "softplus" in name else "FLZ"
@@ -639,52 +701,67 @@ def _presets(res: Results, ch: _Chapter) -> None:
     res.add_table("presets", "FLZ and FLZ(unlearn) accuracy with the two presets, MNIST, slight heterogeneity", rows)
 
 
-#: the verification's columns: model -> (framework run, probe key)
-_VERIFIED = {"trained with agent 4 (FLAvg)": ("FLAvg", "final"), "SCRATCH (another seed)": ("SCRATCH", "final"),
-             "FLAvg(subset)": ("FLAvg(subset)", "final"), "FLZ": ("FLZ", "final"),
-             "FLZ(unlearn)": ("FLZ", "unlearned")}
+#: the verification's columns: model -> (framework run, probe key); the backdoor row takes the backdoored runs
+_VERIFIED = {"remembers: FLAvg, trained with agent 4": ("FLAvg", "final"),
+             "forgot: retrained, another seed": ("SCRATCH", "final"), "FLAvg(subset)": ("FLAvg(subset)", "final"),
+             "FLZ": ("FLZ", "final"), "FLZ(unlearn)": ("FLZ", "unlearned")}
+REMEMBERS, FORGOT = list(_VERIFIED)[:2]
+#: the verification's rows: metric -> what the table calls it
+METRICS = {"acc_forgotten": "accuracy on agent 4's training samples",
+           "loss_auc": "membership AUC, loss threshold",
+           "auc": "membership AUC, calibrated (offline LiRA)",
+           "tpr@0.01": "membership TPR at 1 % FPR, calibrated",
+           "tpr@0.001": "membership TPR at 0.1 % FPR, calibrated",
+           "backdoor_success": "backdoor success (agent 4's data carried the trigger)",
+           "disagreement": "test predictions differing from FLAvg(subset)'s, over the negative control's"}
 
 
-def _disagreement(a: dict | None, b: dict | None) -> float | None:
+def _disagreement(a: dict, b: dict) -> float:
     """Share of the test images on which two probed models predict different classes."""
-    if a is None or b is None:
-        return None
     return sum(p != q for p, q in zip(a["test_pred"], b["test_pred"])) / len(a["test_pred"])
 
 
-def _verification(res: Results, ch: _Chapter, frameworks: dict) -> None:
+def _metric(runs: dict[str, dict | None], name: str, which: str, metric: str) -> float | None:
+    """One verification metric of one model of one repeat (None: a unit not run, or not measured here)."""
+    if metric == "backdoor_success":
+        name = {"FLAvg": "FLAvg backdoor", "FLZ": "FLZ backdoor"}.get(name, name)
+        if name not in runs:
+            return None
+    model, retrained, scratch = _get(runs[name], which), _get(runs["FLAvg(subset)"], "final"), \
+        _get(runs["SCRATCH"], "final")
+    if model is None or retrained is None or scratch is None:
+        return None
+    if metric in ("auc", "tpr@0.01", "tpr@0.001"):  # references: the models trained without agent 4, but itself
+        refs = [r for r, n in ((retrained, "FLAvg(subset)"), (scratch, "SCRATCH")) if n != name]
+        return membership(model, refs)[metric]
+    if metric == "disagreement":
+        floor = _disagreement(scratch, retrained)
+        return None if name == "FLAvg(subset)" or not floor else _disagreement(model, retrained) / floor
+    return model[metric]
+
+
+def _verification(res: Results, frameworks: dict) -> dict[tuple[str, str, str, str], float | None]:
     """Issue 24's table: every metric on FLZ and FLZ(unlearn) beside a model that certainly remembers agent 4
     (FLAvg, trained with it; the positive control) and one that certainly does not (retraining without it with
-    another seed; the negative control), and FLAvg(subset), the retraining FLZ(unlearn) should approach."""
-    rows = []
-    metrics = {"acc_forgotten": "accuracy on agent 4's training samples",
-               "loss_forgotten": "mean loss on agent 4's training samples",
-               "loss_heldout": "mean loss on held-out samples of the same classes",
-               "mia_auc": "membership AUC, loss threshold (agent 4's samples vs held-out)",
-               "calibrated_auc": "membership AUC, loss minus FLAvg(subset)'s (calibrated)",
-               "disagreement": "test predictions differing from FLAvg(subset)'s"}
+    another seed; the negative control), and FLAvg(subset), the retraining FLZ(unlearn) should approach. Returns
+    (split, dataset, metric, column) -> mean over the repeats."""
+    rows, out = [], {}
     for (split, ds), reps in frameworks.items():
-        for key, label in metrics.items():
+        for metric, label in METRICS.items():
             row: dict[str, Any] = {"setting": f"{SPLIT_TITLES[split]}, {ds}", "metric": label}
             for column, (name, which) in _VERIFIED.items():
-                values = []
-                for r in reps:
-                    got, ref = _get(r[name], which), _get(r["FLAvg(subset)"], "final")
-                    if key == "disagreement":
-                        values.append(_disagreement(got, ref))
-                    elif key == "calibrated_auc":
-                        values.append(None if got is None or ref is None else calibrated_auc(got, ref))
-                    else:
-                        values.append(_get(got, key))
-                row[column] = None if key in ("calibrated_auc", "disagreement") and name == "FLAvg(subset)" \
-                    else _mean(values)  # against itself: 0.5 and 0 by construction
-            rows.append(row)
-    res.add_table("verification", "Did FLZ(unlearn) forget agent 4? Each metric between a model trained with "
-                  "agent 4 (positive control) and one retrained without it with another seed (negative control)", rows)
+                row[column] = out[(split, ds, metric, column)] = _mean([_metric(r, name, which, metric)
+                                                                        for r in reps])
+            if metric != "backdoor_success" or any("FLZ backdoor" in r for r in reps):
+                rows.append(row)
+    res.add_table("verification", "Did FLZ(unlearn) forget agent 4? Each metric on agent 4's training samples (the "
+                  "attacks: against label-matched held-out samples) between a model trained with agent 4 (positive "
+                  "control) and one retrained without it from another seed (negative control)", rows)
+    return out
 
 
-def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, grid: dict, zdims: dict,
-             seeds: dict) -> None:
+def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verified: dict, grid: dict,
+             zdims: dict, seeds: dict) -> None:
     """This run's value of every claim of :data:`LEDGER` (None where its units have not run)."""
     claim = {c.id: c for c in LEDGER}
 
@@ -734,11 +811,18 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, grid:
         if ("het", ds) in acc:
             a = acc[("het", ds)]
             measure("het_like_local", diff(a["FLAvg"], a["ll"]), accs("het", ds), ds)
-            band = [None if v is None else max(0.20 - v, v - 0.25, 0.0) for v in a.values()]
-            measure("het_band", None if None in band else max(band), accs("het", ds), ds)
-            others = [a[k] for k in FRAMEWORKS if k != "FLZ(unlearn)"]
-            measure("het_unlearn_highest", None if None in others else diff(a["FLZ(unlearn)"], max(others)),
-                    accs("het", ds), ds)
+            reps = frameworks[("het", ds)]
+            variants = [(ds, a)]
+            if f"{ds}, softplus (ours)" in _HET:
+                variants.append((f"{ds}, softplus (ours)", {**a, **{k: _mean([_final(r, f"{k} softplus") for r in reps])
+                                                                   for k in ("FLZ", "FLZ(unlearn)")}}))
+            for variant, b in variants:
+                text = ", ".join(f"{k} {fmt(v)}" for k, v in b.items())
+                band = [None if v is None else max(0.20 - v, v - 0.25, 0.0) for v in b.values()]
+                measure("het_band", None if None in band else max(band), text, variant)
+                others = [b[k] for k in FRAMEWORKS if k != "FLZ(unlearn)"]
+                measure("het_unlearn_highest", None if None in others else diff(b["FLZ(unlearn)"], max(others)),
+                        text, variant)
         if ("uneven", ds) in acc:
             a = acc[("uneven", ds)]
             far = None if None in (a["FLAvg"], a["FLAvg(subset)"]) else max(
@@ -772,7 +856,7 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, grid:
             measure("unlearn_close_to_subset", diff(a["FLZ(unlearn)"], a["FLAvg(subset)"]),
                     f"FLZ(unlearn) {fmt(a['FLZ(unlearn)'])}, FLAvg(subset) {fmt(a['FLAvg(subset)'])}; without "
                     f"unlearning FLZ {fmt(a['FLZ'])} (difference {fmt(diff(a['FLZ'], a['FLAvg(subset)']))})", key)
-    _measure_forgetting(measure, frameworks, fmt, diff)
+    _measure_forgetting(measure, frameworks, verified, fmt, diff)
 
     if grid:
         cells = [(t1, t2) for (name, t1, t2) in grid if name == "FLZ"]
@@ -816,33 +900,46 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, grid:
         measure("unlearn_consistent_over_seeds", diff(ranges["FLZ"], ranges["FLZ(unlearn)"]), text, "mnist")
 
 
-def _selective_rise(run: dict | None) -> float | None:
-    """How much more FLZ(unlearn) raised the mean loss on the forgotten samples than on held-out ones, relative
-    to FLZ's (0 when unlearning changes nothing)."""
-    if run is None:
+def _selective_rise(before: dict | None, after: dict | None) -> float | None:
+    """How much more the mean loss rose from ``before`` to ``after`` (probed models) on the forgotten samples than
+    on held-out samples of the same classes, relative to ``before``'s (0 when nothing changed)."""
+    if before is None or after is None:
         return None
-    z, u = run["final"], run["unlearned"]
-    return (u["loss_forgotten"] / z["loss_forgotten"] - 1) - (u["loss_heldout"] / z["loss_heldout"] - 1)
+    return ((after["loss_forgotten"] / before["loss_forgotten"] - 1)
+            - (after["loss_heldout"] / before["loss_heldout"] - 1))
 
 
-def _measure_forgetting(measure: Callable, frameworks: dict, fmt: Callable, diff: Callable) -> None:
+def _measure_forgetting(measure: Callable, frameworks: dict, verified: dict, fmt: Callable, diff: Callable) -> None:
     """The forgetting claims from the probes of every run (means over the repeats)."""
+    columns = {"remembers": REMEMBERS, "forgot": FORGOT, "FLZ": "FLZ", "FLZ(unlearn)": "FLZ(unlearn)"}
     for (split, ds), reps in frameworks.items():
         key = f"{split}/{ds}"
-        auc = {name: _mean([None if _get(r[run], which) is None or r["FLAvg(subset)"] is None else
-                            calibrated_auc(r[run][which], r["FLAvg(subset)"]["final"]) for r in reps])
-               for name, (run, which) in _VERIFIED.items() if name != "FLAvg(subset)"}
-        text = "calibrated membership AUC: " + ", ".join(f"{k} {fmt(v)}" for k, v in auc.items())
-        measure("forgets_like_retraining", diff(auc["FLZ(unlearn)"], auc["SCRATCH (another seed)"]), text, key)
-        if key in _SAMPLE_LEVEL:
-            rises = [_selective_rise(r["FLZ"]) for r in reps]
+
+        def values(metric: str, split: str = split, ds: str = ds) -> dict[str, float | None]:
+            return {k: verified[(split, ds, metric, c)] for k, c in columns.items()}
+
+        def text(metric: str) -> str:
+            return f"{METRICS[metric]}: " + ", ".join(f"{k} {fmt(v)}" for k, v in values(metric).items())
+
+        if key in claim_settings("forgets_like_retraining"):
+            auc = values("auc")
+            measure("forgets_like_retraining", diff(auc["FLZ(unlearn)"], auc["forgot"]), text("auc"), key)
+        if key in claim_settings("forgets_backdoor"):
+            asr = values("backdoor_success")
+            measure("forgets_backdoor", diff(asr["FLZ(unlearn)"], asr["forgot"]), text("backdoor_success"), key)
+        if key in claim_settings("unlearning_forgets"):
+            rise = _mean([_selective_rise(_get(r["FLZ"], "final"), _get(r["FLZ"], "unlearned")) for r in reps])
+            scale = _mean([_selective_rise(_get(r["FLAvg"], "final"), _get(r["SCRATCH"], "final")) for r in reps])
             z, u = (_mean([_get(r["FLZ"], w, "loss_forgotten") for r in reps]) for w in ("final", "unlearned"))
             zh, uh = (_mean([_get(r["FLZ"], w, "loss_heldout") for r in reps]) for w in ("final", "unlearned"))
-            measure("unlearning_forgets", _mean(rises), f"mean loss, FLZ → FLZ(unlearn): agent 4's samples "
-                    f"{fmt(z)} → {fmt(u)}, held-out {fmt(zh)} → {fmt(uh)}", key)
+            measure("unlearning_forgets", rise, f"mean loss, FLZ → FLZ(unlearn): agent 4's samples {fmt(z)} → "
+                    f"{fmt(u)}, held-out {fmt(zh)} → {fmt(uh)}; the same from the positive to the negative control "
+                    f"(FLAvg → retrained): {fmt(scale)}", key)
         if split == "het":
-            acc_f = {name: _mean([_get(r[run], which, "acc_forgotten") for r in reps])
-                     for name, (run, which) in _VERIFIED.items()}
-            measure("forgets_own_classes", None if None in (acc_f["FLZ(unlearn)"], acc_f["FLAvg(subset)"]) else
-                    acc_f["FLZ(unlearn)"] - acc_f["FLAvg(subset)"],
-                    "accuracy on agent 4's samples: " + ", ".join(f"{k} {fmt(v)}" for k, v in acc_f.items()), ds)
+            acc_f = values("acc_forgotten")
+            measure("forgets_own_classes", diff(acc_f["FLZ(unlearn)"], acc_f["forgot"]), text("acc_forgotten"), ds)
+
+
+def claim_settings(claim_id: str) -> tuple[str, ...]:
+    """The settings of a claim of :data:`LEDGER`."""
+    return next(c.settings for c in LEDGER if c.id == claim_id)
