@@ -210,3 +210,104 @@ def test_by_counts_rejects_impossible_counts():
         by_counts(labels, [[1, 1]], generator=torch.Generator().manual_seed(0))
     with pytest.raises(ValueError, match="class 0 has only 4 samples"):
         by_counts(labels, [[3, 0, 0], [2, 0, 0]], generator=torch.Generator().manual_seed(0))
+
+
+# --- the chapter: federation, probes, forgetting metrics, units -------------------------------------------------
+
+def test_federation_heldout_matches_the_forgotten_counts_and_is_disjoint():
+    from fedlib.experiments.flz import federation
+
+    s = federation("mnist", "uneven", 0)
+    assert s.fed.x.shape[:2] == (5, 340) and s.test[1].shape == (600,)
+    assert torch.bincount(s.heldout[1], minlength=10).tolist() == torch.bincount(s.fed.y[4], minlength=10).tolist()
+    members = {v.numpy().tobytes() for v in s.fed.x.flatten(0, 1)}
+    assert len(members) == 5 * 340 and not any(v.numpy().tobytes() in members for v in s.heldout[0])
+
+
+def test_backdoored_federation_poisons_only_the_forgotten_agent():
+    from fedlib.experiments.flz import federation
+    from fedlib.unlearning.verify import add_trigger
+
+    clean, bad = federation("mnist", "uneven", 0), federation("mnist", "uneven", 0, backdoor=0.5, target=0)
+    assert torch.equal(clean.fed.x[:4], bad.fed.x[:4]) and torch.equal(clean.fed.y[:4], bad.fed.y[:4])
+    poisoned = (bad.fed.x[4] != clean.fed.x[4]).flatten(1).any(1)
+    assert int(poisoned.sum()) == 170 and bool((bad.fed.y[4][poisoned] == 0).all())
+    assert torch.equal(bad.fed.x[4][poisoned], add_trigger(clean.fed.x[4][poisoned], bad.trigger))
+
+
+def test_membership_attack_from_probes_is_chance_against_itself_and_detects_a_fitted_member():
+    from fedlib.experiments.flz import membership
+
+    gen = torch.Generator().manual_seed(0)
+    ref = {"phi_members": torch.randn(200, generator=gen).tolist(),
+           "phi_nonmembers": torch.randn(300, generator=gen).tolist()}
+    same = membership(ref, [ref])
+    assert same["auc"] == 0.5 and same["tpr@0.01"] == 0.0  # every score 0: no member above any threshold
+    fitted = {"phi_members": [v + 3.0 for v in ref["phi_members"]],  # the target is more confident on members only
+              "phi_nonmembers": ref["phi_nonmembers"]}
+    got = membership(fitted, [ref])
+    assert got["auc"] == 1.0 and got["tpr@0.001"] == 1.0
+    assert membership(ref, [fitted])["auc"] == 0.0  # sign-flipped: the reference is the one that fitted them
+
+
+def test_selective_rise_is_zero_without_unlearning_and_signed():
+    from fedlib.experiments.flz import _selective_rise
+
+    final = {"loss_forgotten": 0.4, "loss_heldout": 0.5}
+    assert _selective_rise(final, final) == 0.0
+    up = {"loss_forgotten": 0.6, "loss_heldout": 0.55}  # +50 % on the client's samples, +10 % on held-out ones
+    assert _selective_rise(final, up) == pytest.approx(0.4)
+    assert _selective_rise(up, final) < 0 and _selective_rise(None, up) is None
+
+
+def test_flz_without_a_forget_set_unlearns_nothing():
+    fed, test, init = make_fed()
+    cfg = dataclasses.replace(PRESETS["thesis"], steps=2, hidden=8)
+    r = flz(fed, init, 2, WORK, cfg, test, forget=())
+    assert torch.equal(r.unlearned, r.params) and r.unlearn_accuracy == r.accuracy
+    assert torch.equal(aggregate(r.theta_hat, r.pi), r.params)  # eq. 3.12 from the run's last θ̂ and π
+
+
+def test_chapter_plans_without_computing_and_assembles_with_missing_units():
+    from fedlib.experiments import flz as chapter
+    from fedlib.units import Units
+
+    units = Units("flz", "full", 0, plan_only=True)
+    res = chapter.run(chapter.TINY, mode="full", units=units)
+    assert units.summary()["computed"] == 0 and units.summary()["not_run"] > 0
+    assert all(c["outcome"] in ("not run", "quick mode only") for c in res.claims)
+    assert all(row["ours"] is None for row in res.tables["F4.4"]["rows"])
+
+
+def test_a_dataset_the_data_root_cannot_serve_blocks_its_units(monkeypatch):
+    from fedlib.data.datasets import DatasetIncompleteError
+    from fedlib.experiments import flz as chapter
+    from fedlib.units import Units
+
+    real = chapter.load_dataset
+
+    def partial(name, **kw):
+        if name == "fashion_mnist":
+            raise DatasetIncompleteError("needs the full Fashion-MNIST (60,000 training images; found 10)")
+        return real(name, **kw)
+
+    monkeypatch.setattr(chapter, "load_dataset", partial)
+    units = Units("flz", "full", 0, plan_only=True)
+    res = chapter.run(chapter.TINY, mode="full", units=units)
+    assert "*/fashion_mnist/*" in units.summary()["blocked"]
+    assert not any("fashion_mnist" in u for u in units.state if units.state[u] == "not run")
+    assert res.claim("unlearning_forgets/uneven/fashion_mnist")["outcome"] == "not run"
+
+
+def test_equal_units_are_computed_once():
+    from fedlib.experiments import flz as chapter
+    from fedlib.units import Units
+
+    units = Units("flz", "full", 0, plan_only=True)
+    cfg = dataclasses.replace(chapter.FULL, datasets=("mnist",), splits=("uneven",), sanity=False, presets=("thesis",),
+                              seeds=(), z_dims=(5,))
+    chapter.run(cfg, mode="full", units=units)
+    ids = list(units.state)
+    # Fig. 4.4's FLZ run equals the grid's cell (1, 1) and Fig. 4.5's d = 5 (same schedule in full mode): one unit
+    assert ids.count("uneven/mnist/seed235/FLZ d5 t1,1 K50/R100") == 1
+    assert len(ids) == len(set(ids))

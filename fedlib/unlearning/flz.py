@@ -266,7 +266,9 @@ def _accuracy(fed: Federation, params: Tensor, test: tuple[Tensor, Tensor]) -> f
 @dataclass
 class FLZRun:
     """Per-round test accuracy of a framework (FLZ also logs its unlearned model, π, reconstruction error, the
-    entanglement mean cos∠(t_j, t_k) and the rounds where a client's π was 0); ``params``: the final global model."""
+    entanglement mean cos∠(t_j, t_k) and the rounds where a client's π was 0); ``params``: the final global model;
+    ``theta_hat`` (N, P) and ``pi`` (N,): the contribution model's last outputs, from which eqs. 3.12-3.13 build
+    ``params`` and ``unlearned``."""
 
     accuracy: list[float]
     params: Tensor
@@ -276,6 +278,8 @@ class FLZRun:
     rec_error: list[float] | None = None
     entanglement: list[float] | None = None
     dead_rounds: dict[int, list[int]] | None = None
+    theta_hat: Tensor | None = None
+    pi: Tensor | None = None
 
 
 def flavg(fed: Federation, init: Tensor, rounds: int, work: LocalAdam, test: tuple[Tensor, Tensor], *,
@@ -304,9 +308,12 @@ def centralised(fed: Federation, init: Tensor, epochs: int, work: LocalAdam, tes
 
 
 def flz(fed: Federation, init: Tensor, rounds: int, work: LocalAdam, cfg: ContributionConfig,
-        test: tuple[Tensor, Tensor], *, forget: Sequence[int] = (), progress: bool = False) -> FLZRun:
+        test: tuple[Tensor, Tensor], *, forget: Sequence[int] = (), progress: bool = False,
+        warn: bool = True) -> FLZRun:
     """FLZ (Alg. 1, eq. 3.12) for ``rounds`` rounds; each round also evaluates FLZ(unlearn) of ``forget`` (eq. 3.13)
-    without feeding it back (spec card A6). The contribution model is seeded with the run's seed."""
+    without feeding it back (spec card A6; ``forget`` empty: the unlearned model is the global model). The
+    contribution model is seeded with the run's seed. ``warn``: log the clients whose π was 0 (a caller that
+    reports ``dead_rounds`` itself passes False)."""
     n = fed.num_clients
     trainer = ContributionTrainer(n, init.numel(), cfg, seed=derive_seed(fed.seed, "contribution") % 2**31)
     theta = init.clone()
@@ -323,12 +330,12 @@ def flz(fed: Federation, init: Tensor, rounds: int, work: LocalAdam, cfg: Contri
                 dead.setdefault(k, []).append(r + 1)
         run.rec_error.append(float(reconstruction_loss(local.reshape(1, -1), theta_hat.reshape(1, -1))))
         run.entanglement.append(float(pairwise_cosines(t.unsqueeze(0)).mean()))
-        if forget:
-            run.unlearned = unlearn(theta_hat, pi, forget, warn=False)
-            run.unlearn_accuracy.append(_accuracy(fed, run.unlearned, test))
+        run.unlearned = unlearn(theta_hat, pi, forget, warn=False)
+        run.unlearn_accuracy.append(_accuracy(fed, run.unlearned, test))
+        run.theta_hat, run.pi = theta_hat, pi
     run.params = theta
     run.dead_rounds = dead
-    if dead:
+    if dead and warn:
         logger.warning("contribution π = 0 (left out of the aggregate) for %s", "; ".join(
             f"client {k} in {len(v)} of {rounds} rounds" for k, v in sorted(dead.items())))
     return run
