@@ -13,10 +13,21 @@ from fedlib.unlearning.sifu import (
     sifu,
 )
 from fedlib.unlearning.stage import Federation, Stage, StageConfig, run_stage
-from fedlib.unlearning.verify import Cost, Verification, membership_auc, verify
+from fedlib.unlearning.verify import (
+    Controls,
+    Cost,
+    Trigger,
+    Verification,
+    membership_attack,
+    membership_auc,
+    plant_backdoor,
+    verify,
+    verify_with_controls,
+)
 
 __all__ = [
     "FedAccum", "UpdateStore", "dp", "dp_sigma", "dp_training", "fedaccum", "federaser", "fine_tune", "last",
     "scratch", "Request", "UnlearningRun", "branch_point", "c_delta", "noise_std", "psi_star", "restart_index",
-    "sifu", "Federation", "Stage", "StageConfig", "run_stage", "Cost", "Verification", "membership_auc", "verify",
+    "sifu", "Federation", "Stage", "StageConfig", "run_stage", "Controls", "Cost", "Trigger", "Verification", "membership_attack",
+    "membership_auc", "plant_backdoor", "verify", "verify_with_controls",
 ]
