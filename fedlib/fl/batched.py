@@ -6,12 +6,18 @@ clients in a single vmapped gradient call (for a linear model that is one batche
 costs about as much as one client step of :class:`~fedlib.fl.client.LocalTrainer`. Every client draws its
 mini-batches from its own generator, so a client's local model does not depend on who else was sampled.
 Clients hold equal numbers of samples, stacked as ``(M, n, ...)`` tensors (:func:`stack_clients`).
+
+A network with dropout gets a fresh mask per client and local step (``vmap`` with ``randomness="different"``),
+drawn from the global generator seeded, inside ``torch.random.fork_rng``, by one number from each client's
+generator: the same seed gives the same masks, but a client's masks depend on who else was sampled in the round.
+Evaluation (:meth:`BatchedClients.accuracy`, :meth:`BatchedClients.losses`) runs with dropout off.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
@@ -20,6 +26,7 @@ from torch.func import functional_call, grad, vmap
 
 from fedlib.data.datasets import Split
 from fedlib.fl.backprop import batched_mlp_grads, mlp_linears
+from fedlib.rng import derive_seed
 
 
 def stack_clients(data: Split, clients: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
@@ -48,7 +55,8 @@ class BatchedClients:
         def loss(params: dict[str, Tensor], x: Tensor, y: Tensor) -> Tensor:
             return F.cross_entropy(functional_call(model, params, (x,)), y)
 
-        self._grads = vmap(grad(loss))
+        self.dropout = any(isinstance(m, nn.Dropout) and m.p > 0 for m in model.modules())
+        self._grads = vmap(grad(loss), randomness="different" if self.dropout else "error")
         self.mlp = mlp_linears(model) is not None and len(self.names) == len(list(model.parameters()))
 
     def _unflatten(self, flat: Tensor) -> dict[str, Tensor]:
@@ -100,7 +108,10 @@ class BatchedClients:
         t = 0
         for idx in self._batches(n, steps, epochs, batch_size, generators):
             xb, yb = (x, y) if idx is None else (x[rows, idx.to(y.device)], y[rows, idx.to(y.device)])
-            g = self._gradients(theta, xb, yb)
+            if self.dropout:
+                g = self._dropout_gradients(theta, xb, yb, generators)
+            else:
+                g = self._gradients(theta, xb, yb)
             t += 1
             if adam:
                 velocity.mul_(0.9).add_(g, alpha=0.1)
@@ -112,6 +123,30 @@ class BatchedClients:
                 g = velocity.mul_(momentum).add_(g)
             theta = theta - lr * g
         return theta
+
+    def _dropout_gradients(self, theta: Tensor, x: Tensor, y: Tensor, generators: Sequence[torch.Generator]
+                           ) -> Tensor:
+        """:meth:`_gradients` with dropout masks drawn from the global generator, seeded by one number from each
+        client's generator inside ``fork_rng`` (the caller's global random state is left untouched)."""
+        draws = [int(torch.randint(2**62, (1,), generator=g)) for g in generators]
+        devices = [theta.device.index or 0] if theta.is_cuda else []
+        with torch.random.fork_rng(devices=devices):
+            seed = derive_seed(0, "dropout", *draws)
+            torch.manual_seed(seed)
+            if theta.is_cuda:
+                torch.cuda.manual_seed(seed)
+            return self._gradients(theta, x, y)
+
+    @contextmanager
+    def _evaluating(self) -> Iterator[None]:
+        """Dropout off while evaluating (a network without dropout is left as it is)."""
+        was = self.model.training
+        if self.dropout:
+            self.model.eval()
+        try:
+            yield
+        finally:
+            self.model.train(was)
 
     @staticmethod
     def _batches(n: int, steps: int | None, epochs: int | None, batch_size: int,
@@ -131,13 +166,15 @@ class BatchedClients:
     def accuracy(self, params: Tensor, x: Tensor, y: Tensor) -> Tensor:
         """Accuracy of flat ``params`` (d,) on each client's samples: a tensor (M,) for x (M, n, ...), y (M, n)."""
         flat = params.reshape(1, -1)
-        logits = functional_call(self.model, {k: v[0] for k, v in self._unflatten(flat).items()},
-                                 (x.reshape(-1, *x.shape[2:]),))
+        with self._evaluating():
+            logits = functional_call(self.model, {k: v[0] for k, v in self._unflatten(flat).items()},
+                                     (x.reshape(-1, *x.shape[2:]),))
         return (logits.argmax(1) == y.reshape(-1)).reshape(y.shape).float().mean(1)
 
     @torch.no_grad()
     def losses(self, params: Tensor, x: Tensor, y: Tensor) -> Tensor:
         """Per-sample cross-entropy of flat ``params`` (d,) on samples x (N, ...), y (N,)."""
         flat = params.reshape(1, -1)
-        logits = functional_call(self.model, {k: v[0] for k, v in self._unflatten(flat).items()}, (x,))
+        with self._evaluating():
+            logits = functional_call(self.model, {k: v[0] for k, v in self._unflatten(flat).items()}, (x,))
         return F.cross_entropy(logits, y, reduction="none")
