@@ -1118,53 +1118,54 @@ def _measure_theory(res: Results, theory: dict) -> None:
 class UnlearningLab:
     """One trained federation of the chapter (the first setup of its config) that serves single requests on demand,
     for the unlearning explorer: SCRATCH, SIFU, FINE-TUNING, LAST and FedEraser forget the same clients from the
-    same trained model, and each model is verified beside the two controls. Training happens once, in the
-    constructor."""
+    same trained model, each read beside the two controls. Training happens once, in the constructor."""
 
     SCHEMES = ("SCRATCH", "SIFU", "FINE-TUNING", "LAST", "FEDERASER")
 
-    def __init__(self, config: SIFUConfig = QUICK, *, seed: int = 0, progress: bool = False) -> None:
+    def __init__(self, config: SIFUConfig = QUICK, *, seed: int = 0, mode: str = "quick", progress: bool = False
+                 ) -> None:
         self.cfg, self.setup = config, config.setups[0]
-        lab_cfg = dataclasses.replace(config, figures=())
-        self.trained = train(lab_cfg, self.setup, load(self.setup, "quick"), seed, alpha=self.setup.alpha,
-                             progress=progress)
+        self.trained = train(dataclasses.replace(config, figures=()), self.setup, load(self.setup, mode), seed,
+                             alpha=self.setup.alpha, progress=progress)
         self.training = self.trained.training
 
     @classmethod
     def from_results(cls, results: Results, *, progress: bool = False) -> UnlearningLab:
-        """The lab of a SIFU chapter run: same configuration and seed."""
+        """The lab of a SIFU chapter run: same configuration, mode and seed."""
         if results.chapter != "sifu":
             raise ValueError(f"results must come from the sifu chapter, got {results.chapter!r}")
-        c = dict(results.config)
-        theory = c.pop("theory")
-        cfg = SIFUConfig(**{**c, "setups": tuple(Setup(**{**s, "model_args": tuple(map(tuple, s["model_args"]))})
-                                                 for s in c["setups"]),
-                            "theory": None if theory is None else TheoryConfig(**theory)})
-        return cls(cfg, seed=results.seed, progress=progress)
+        c = {k: tuple(v) if isinstance(v, list) else v for k, v in results.config.items() if k != "theory"}
+        setups = tuple(Setup(**{**s, "model_args": tuple(tuple(a) for a in s.get("model_args", ()))})
+                       for s in c.pop("setups"))
+        cfg = SIFUConfig(setups=setups, theory=None, **c)
+        return cls(cfg, seed=results.seed, mode=results.mode, progress=progress)
 
     def forget(self, clients: list[int], schemes: tuple[str, ...] = SCHEMES) -> list[dict]:
-        """Serve one request W = ``clients`` with each scheme; one row per scheme and per control: rounds after the
-        request, the round it restarted from, accuracy on the forgotten and on the remaining clients' data, and the
-        output-space distance to SCRATCH's model relative to another retraining's."""
+        """Serve one request W = ``clients`` with each scheme. One row per scheme, then one per control (trained
+        with W; retrained without W at another seed): rounds after the request, the round it restarted from,
+        accuracy on the forgotten and on the remaining clients' data, and the KL of its outputs to SCRATCH's
+        relative to the second control's."""
         unknown = [s for s in schemes if s not in self.SCHEMES]
         if unknown or not schemes:
             raise ValueError(f"schemes must be a non-empty subset of {self.SCHEMES}, got {schemes!r}")
         cfg, t, req = self.cfg, self.trained, [list(clients)]
         ref = scratch(t.fed, t.scfg, t.training, req)  # validates the request
-        serve = {"SCRATCH": lambda: ref,
-                 "SIFU": lambda: sifu(t.fed, t.scfg, t.training, req, sigma=self.setup.sigma, epsilon=cfg.epsilon,
+        serve = {"SIFU": lambda: sifu(t.fed, t.scfg, t.training, req, sigma=self.setup.sigma, epsilon=cfg.epsilon,
                                       delta=cfg.delta),
                  "FINE-TUNING": lambda: fine_tune(t.fed, t.scfg, t.training, req),
                  "LAST": lambda: last(t.fed, t.scfg, t.training, req, epsilon=cfg.epsilon, delta=cfg.delta),
                  "FEDERASER": lambda: federaser(t.fed, t.scfg, t.training, req, t.store,
                                                 calibration_ratio=cfg.federaser_ratio)}
-        runs = {"SCRATCH": ref} | {name: serve[name]() for name in schemes if name != "SCRATCH"}
-        checks = {r["model"]: r for r in _verification(t, runs)}
+        runs = {name: ref if name == "SCRATCH" else serve[name]() for name in schemes}
+        checks = _verification(t, {"SCRATCH": ref} | runs)
         rows = []
-        for name in schemes:
-            q = runs[name].requests[0]
-            rows.append({"scheme": name, "rounds": q.rounds, "restart_round": q.restart,
-                         "acc_forgotten": checks[name]["accuracy_forgotten"],
-                         "acc_remaining": checks[name]["accuracy_remaining"],
-                         "relative_kl": checks[name]["relative_kl"]})
-        return rows
+        for check in checks:
+            name = check["model"]
+            if name not in runs and name in self.SCHEMES:
+                continue  # SCRATCH is the distances' reference even when it was not asked for
+            q = runs[name].requests[0] if name in runs else None
+            rows.append({"scheme": name, "rounds": None if q is None else q.rounds,
+                         "restart_round": None if q is None else q.restart,
+                         "acc_forgotten": check["accuracy_forgotten"], "acc_remaining": check["accuracy_remaining"],
+                         "relative_kl": check["relative_kl"]})
+        return rows[2:] + rows[:2]
