@@ -13,6 +13,7 @@ from torch import nn
 
 from fedlib.data.partition import fixed_size
 from fedlib.experiments import sifu as chapter
+from fedlib.experiments import sifu_runs
 from fedlib.fl.batched import BatchedClients
 from fedlib.fl.client import LocalSGD, LocalTrainer
 from fedlib.fl.params import get_flat
@@ -496,13 +497,13 @@ def test_a_schedule_serves_its_prefix_and_the_control_is_another_retraining():
                           model_args=(("in_features", 16), ("num_classes", 3)))
     c = cfg(m=5, max_rounds=10)
     training = run_stage(fed, c, get_flat(fed.trainer.model), range(20), index=0)
-    t = chapter.Trained(setup, fed, None, c, training, None, None, None)
+    t = sifu_runs.Trained(setup, fed, None, c, training, None, None, None)
     reqs = [[0, 10], [1, 11]]
-    long = chapter._scratch(t, reqs)
-    short = chapter._scratch(t, reqs[:1])
+    long = sifu_runs._scratch(t, reqs)
+    short = sifu_runs._scratch(t, reqs[:1])
     assert short.requests[0] is long.requests[0]
     assert torch.equal(scratch(fed, c, training, reqs[:1]).requests[0].stage.params, short.requests[0].stage.params)
-    control = chapter.control_model(t, long.requests[-1].stage.members, 2)
+    control = sifu_runs.control_model(t, long.requests[-1].stage.members, 2)
     assert not torch.equal(control, long.params)
 
 
