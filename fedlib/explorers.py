@@ -6,7 +6,8 @@ widgets have no kernel, is never blank.
 * :func:`leakage_explorer`: pick a clipping bound C and noise σ among a privacy-evaluation run's attacks and see
   the reconstructions beside the real images, with its PSNR.
 * :func:`unlearning_explorer`: pick clients to forget from the SIFU chapter's trained federation and compare
-  SCRATCH, SIFU, FINE-TUNING, LAST and FedEraser on rounds and accuracy.
+  SCRATCH, SIFU, FINE-TUNING, LAST and FedEraser on rounds, accuracy and the distance of their outputs to SCRATCH's,
+  beside a model that remembers the clients and one retrained without them at another seed.
 
 Headless builds (``FEDLIB_HEADLESS=1``, set by ``scripts/build_book.py``) skip the live widgets and keep the static
 figures: executing widget cells under nbclient can block at random (jupyter/nbclient#312).
@@ -196,7 +197,8 @@ def leakage_explorer(results: Results) -> Any:
 
 #: the unlearning figure's panels: column -> axis label
 UNLEARNING_PANELS = {"rounds": "rounds after the request", "acc_forgotten": "accuracy on the forgotten clients",
-                     "acc_remaining": "accuracy on the remaining clients"}
+                     "acc_remaining": "accuracy on the remaining clients",
+                     "relative_kl": "KL to SCRATCH / another retraining's"}
 
 
 def unlearning_figure(rows: list[dict], *, group: str, title: str) -> plt.Figure:
@@ -214,11 +216,12 @@ def unlearning_figure(rows: list[dict], *, group: str, title: str) -> plt.Figure
 
 
 def forgotten_class_figure(results: Results) -> plt.Figure:
-    """The unlearning explorer's static view: the SIFU chapter's Fig. 6 (one request, the clients of class k)."""
+    """The unlearning explorer's static view: the SIFU chapter's Fig. 6 on its first dataset (one request, the
+    clients of class k)."""
+    dataset = results.config["setups"][0]["dataset"]
     rows = [{"class": r["class"], "scheme": r["scheme"], "rounds": r["ours"], "acc_forgotten": r["acc_forgotten"]}
-            for r in results.tables["F6"]["rows"]]
-    return unlearning_figure(rows, group="class", title=f"Forgetting the clients of one class "
-                             f"({results.config['setups'][0]['dataset']}, Fig. 6)")
+            for r in results.tables[f"F6_{dataset}"]["rows"]]
+    return unlearning_figure(rows, group="class", title=f"Forgetting the clients of one class ({dataset}, Fig. 6)")
 
 
 def _request_options(num_clients: int) -> list[tuple[str, tuple[int, ...]]]:
@@ -230,8 +233,8 @@ def _request_options(num_clients: int) -> list[tuple[str, tuple[int, ...]]]:
 def unlearning_explorer(results: Results, *, progress: bool = True) -> Any:
     """A widget: pick the clients to forget and the schemes, press the button, and the SIFU chapter's federation
     (same configuration and seed, trained once when the explorer opens, with a progress bar if ``progress``)
-    serves that request with each scheme; shows :func:`unlearning_figure` and the rows (None in headless
-    builds)."""
+    serves that request with each scheme and the two controls; shows :func:`unlearning_figure` and the rows (None
+    in headless builds)."""
     if results.chapter != "sifu":
         raise ValueError(f"results must come from the sifu chapter, got {results.chapter!r}")
     if _headless():

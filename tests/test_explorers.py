@@ -82,7 +82,7 @@ TINY = SIFUConfig(setups=(Setup("mnist", "logreg", num_clients=20, samples=20, b
 
 def tiny_sifu_results() -> Results:
     res = Results("sifu", "quick", 0, dataclasses.asdict(TINY))
-    res.add_table("F6", "t", [{"class": k, "scheme": s, "paper": "", "ours": 10 + k, "acc_forgotten": 0.1 * k}
+    res.add_table("F6_mnist", "t", [{"class": k, "scheme": s, "paper": "", "ours": 10 + k, "acc_forgotten": 0.1 * k}
                               for k in (0, 1) for s in ("SCRATCH", "SIFU", "FINE-TUNING")])
     return res
 
@@ -91,13 +91,16 @@ def test_unlearning_lab_serves_one_request_with_every_scheme(mnist):
     lab = UnlearningLab.from_results(tiny_sifu_results())
     assert lab.training.rounds >= 3
     rows = {r["scheme"]: r for r in lab.forget([3, 13])}  # both clients of class 3
-    assert list(rows) == list(UnlearningLab.SCHEMES)
-    assert rows["SCRATCH"]["dist_to_scratch"] == 0 and rows["SCRATCH"]["restart_round"] == 0
+    assert list(rows) == [*UnlearningLab.SCHEMES, "control: remembers", "control: forgot"]
+    assert rows["SCRATCH"]["relative_kl"] == 0 and rows["SCRATCH"]["restart_round"] == 0
+    assert rows["control: forgot"]["relative_kl"] == 1 and rows["control: forgot"]["rounds"] is None
+    # the model trained with class 3 knows it; the retraining at another seed never saw it
+    assert rows["control: remembers"]["acc_forgotten"] > 0.5 and rows["control: forgot"]["acc_forgotten"] < 0.05
     assert rows["SCRATCH"]["acc_forgotten"] < 0.05  # a linear model never trained on class 3 never predicts it
     assert rows["FINE-TUNING"]["restart_round"] == lab.training.rounds
-    assert all(0 <= r["acc_remaining"] <= 1 and r["rounds"] >= 1 for r in rows.values())
+    assert all(0 <= rows[s]["acc_remaining"] <= 1 and rows[s]["rounds"] >= 1 for s in UnlearningLab.SCHEMES)
     again = lab.forget([3, 13], ("SIFU",))
-    assert again == [rows["SIFU"]]  # deterministic
+    assert again == [rows["SIFU"], rows["control: remembers"], rows["control: forgot"]]  # deterministic
     with pytest.raises(ValueError, match="schemes must be"):
         lab.forget([3], ("RETRAIN",))
     with pytest.raises(ValueError, match="not \\(or no longer\\) trained on"):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
@@ -11,6 +12,8 @@ import torch
 from torch import nn
 
 from fedlib.data.partition import fixed_size
+from fedlib.experiments import sifu as chapter
+from fedlib.experiments import sifu_runs
 from fedlib.fl.batched import BatchedClients
 from fedlib.fl.client import LocalSGD, LocalTrainer
 from fedlib.fl.params import get_flat
@@ -32,6 +35,7 @@ from fedlib.unlearning import (
     scratch,
     sifu,
 )
+from fedlib.unlearning import bounds
 from fedlib.unlearning.baselines import dp_step, federaser_calibrate
 from fedlib.unlearning.sifu import perturb
 from fedlib.unlearning.stage import Federation, Stage, StageConfig, fedavg_step
@@ -367,3 +371,152 @@ def test_fixed_size_partition():
     assert len(torch.cat(dirichlet).unique()) == 400 and all(len(p) == 20 for p in dirichlet)
     with pytest.raises(ValueError, match="class 0 has only 30 samples"):
         fixed_size(torch.tensor([0] * 30 + [1] * 470), 4, generator=make_generator(0, "p"), samples_per_client=20)
+
+
+# --- dropout in the vectorised clients (the Fashion-MNIST CNN of seed 002) ---
+
+def test_dropout_masks_are_drawn_per_client_deterministically_and_off_for_evaluation():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Flatten(), nn.Linear(16, 32), nn.ReLU(), nn.Dropout(0.5), nn.Linear(32, 3))
+    plain = nn.Sequential(nn.Flatten(), nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 3))
+    plain.load_state_dict({k.replace("4.", "3."): v for k, v in net.state_dict().items()})
+    with_dropout, without = BatchedClients(net), BatchedClients(plain)
+    assert with_dropout.dropout and not without.dropout
+    fed = make_fed()
+    start = get_flat(net)
+    x, y = fed.x[:1].repeat(2, 1, 1, 1, 1), fed.y[:1].repeat(2, 1)  # two clients with the same data
+
+    def local(trainer, seeds):
+        return trainer.train(start, x, y, steps=3, batch_size=100, lr=0.3,
+                             generators=[torch.Generator().manual_seed(s) for s in seeds])
+
+    state = torch.random.get_rng_state()
+    a, b = local(with_dropout, (1, 2)), local(with_dropout, (1, 2))
+    assert torch.equal(torch.random.get_rng_state(), state)  # the caller's global stream is untouched
+    assert torch.equal(a, b)  # same generators, same masks
+    assert not torch.equal(a[0], a[1])  # same data and start, different masks
+    assert not torch.allclose(a[0], local(without, (1, 2))[0])  # the masks matter
+    # evaluation runs with dropout off: the same numbers as the network without it
+    assert torch.equal(with_dropout.accuracy(a[0], fed.x, fed.y), without.accuracy(a[0], fed.x, fed.y))
+    assert torch.allclose(with_dropout.losses(a[0], fed.x[0], fed.y[0]), without.losses(a[0], fed.x[0], fed.y[0]))
+    assert with_dropout.model.training  # and the module is left as it was
+
+
+def test_the_papers_cnns():
+    from fedlib.models import build_model, num_parameters
+
+    cifar = build_model("cnn_sifu_cifar", generator=make_generator(0, "m"))
+    assert num_parameters(cifar) == 122_570 and cifar(torch.zeros(2, 3, 32, 32)).shape == (2, 10)
+    cifar100 = build_model("cnn_sifu_cifar", generator=make_generator(0, "m"), fc=256, num_classes=100)
+    assert cifar100(torch.zeros(1, 3, 32, 32)).shape == (1, 100)
+    fmnist = build_model("cnn_sifu", generator=make_generator(0, "m"))
+    assert any(isinstance(m, nn.Dropout) and m.p == 0.1 for m in fmnist.modules())
+
+
+# --- Theorem 1, Corollary 1 and Appendix A on least squares ---
+
+def test_bounded_sensitivity_is_the_explicit_reaggregation_and_eq45():
+    gen = torch.Generator().manual_seed(0)
+    x, y = bounds.least_squares_clients(4, 6, 5, generator=gen)
+    theta0 = torch.randn(5, generator=gen, dtype=torch.float64)
+    traj = bounds.fedavg_trajectory(x, y, range(4), theta0, rounds=3, steps=2, lr=0.05)
+    psi = bounds.bounded_sensitivity(x, y, traj, steps=2, lr=0.05)
+    local = bounds.local_models(x, y, traj[0], steps=2, lr=0.05)
+    for c in range(4):
+        others = [i for i in range(4) if i != c]
+        explicit = torch.linalg.vector_norm((local - traj[0]).mean(0) - (local[others] - traj[0]).mean(0))
+        assert float(psi[1, c]) == pytest.approx(float(explicit), rel=1e-12)
+        # eq. 45: p_c/(1 − p_c) ‖θ_c^{n+1} − θ^{n+1}‖ with p_c = 1/M
+        assert float(psi[1, c]) == pytest.approx(float(torch.linalg.vector_norm(local[c] - traj[1])) / 3, rel=1e-10)
+    assert bool((psi[1:] >= psi[:-1]).all())
+    with pytest.raises(ValueError, match="decay"):
+        bounds.bounded_sensitivity(x, y, traj, steps=2, lr=0.05, decay=0.0)
+
+
+@pytest.mark.parametrize("steps", [1, 5])
+def test_theorem1_and_corollary1_bound_the_true_sensitivity(steps):
+    gen = torch.Generator().manual_seed(1)
+    x, y = bounds.least_squares_clients(4, 8, 12, generator=gen)
+    theta0 = torch.randn(12, generator=gen, dtype=torch.float64)
+    for lam in (0.0, 0.1):
+        mu, big = bounds.curvature(x, lam)
+        lr = 0.5 / big
+        kw = {"steps": steps, "lr": lr, "lam": lam}
+        traj = bounds.fedavg_trajectory(x, y, range(4), theta0, rounds=80, **kw)
+        bound = bounds.bounded_sensitivity(x, y, traj, **kw, decay=1 - lr * (lam + mu))
+        for c in range(4):
+            alpha = bounds.model_sensitivity(traj, bounds.fedavg_trajectory(
+                x, y, [i for i in range(4) if i != c], theta0, rounds=80, **kw))
+            assert bool((alpha <= bound[:, c] * (1 + 1e-9) + 1e-12).all())
+            assert float(alpha[1]) == pytest.approx(float(bound[1, c]), rel=1e-9)  # tight after one round
+
+
+def test_a_wrong_sensitivity_breaks_theorem1():
+    """The check can fail: Ψ with the weight p_c = 1/M instead of p_c/(1 − p_c) = 1/(M − 1) of eq. 45 does not
+    bound α."""
+    gen = torch.Generator().manual_seed(1)
+    x, y = bounds.least_squares_clients(4, 8, 12, generator=gen)
+    theta0 = torch.randn(12, generator=gen, dtype=torch.float64)
+    lr = 0.5 / bounds.curvature(x)[1]
+    traj = bounds.fedavg_trajectory(x, y, range(4), theta0, rounds=30, steps=1, lr=lr)
+    wrong = bounds.bounded_sensitivity(x, y, traj, steps=1, lr=lr) * 3 / 4  # (M − 1)/M of the right value
+    alpha = bounds.model_sensitivity(traj, bounds.fedavg_trajectory(x, y, [1, 2, 3], theta0, rounds=30, steps=1,
+                                                                     lr=lr))
+    assert bool((alpha > wrong[:, 0] * (1 + 1e-9)).any())
+
+
+def test_appendix_a_corrected_eq24_matches_and_the_printed_one_does_not():
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randn(6, 15, generator=gen, dtype=torch.float64)
+    y = torch.randn(6, generator=gen, dtype=torch.float64)
+    theta0 = torch.randn(15, generator=gen, dtype=torch.float64)
+    a, b = bounds.gd_operators(x, y, 40, 0.02)
+    assert torch.allclose(a @ theta0 + 0.02 * b, bounds.gradient_descent(x, y, theta0, steps=40, lr=0.02))  # eq. 23
+    gap = bounds.finetune_gap(x, y, theta0, drop=0, steps=400, finetune_steps=2000, lr=0.02)
+    assert gap["corrected_error"] < 1e-9 * gap["measured"]
+    assert gap["printed_error"] > 0.5 * gap["measured"]
+    assert gap["measured"] == pytest.approx(gap["limit"], rel=1e-6) and gap["limit"] > 0.01  # the plateau
+    assert gap["measured"] == pytest.approx(gap["before"], rel=1e-6)  # fine-tuning an interpolant does not move it
+
+
+# --- the chapter's bookkeeping ---
+
+def test_mean_rows_average_numbers_over_seeds_and_refuse_misaligned_rows():
+    a = [{"scheme": "S", "request": 1, "ours": 10, "reached_target": True, "paper": "p"}]
+    b = [{"scheme": "S", "request": 1, "ours": 20, "reached_target": False, "paper": "p"}]
+    out = chapter._mean_rows([a, None, b], ("scheme", "request"))
+    assert out == [{"scheme": "S", "request": 1, "ours": 15, "reached_target": 0.5, "paper": "p", "seeds": 2}]
+    assert chapter._mean_rows([None], ("scheme",)) == []
+    with pytest.raises(ValueError, match="do not line up"):
+        chapter._mean_rows([a, [{**b[0], "request": 2}]], ("scheme", "request"))
+
+
+def test_a_schedule_serves_its_prefix_and_the_control_is_another_retraining():
+    fed = make_fed(num_clients=20)
+    setup = chapter.Setup("mnist", "logreg", num_clients=20, samples=8,
+                          model_args=(("in_features", 16), ("num_classes", 3)))
+    c = cfg(m=5, max_rounds=10)
+    training = run_stage(fed, c, get_flat(fed.trainer.model), range(20), index=0)
+    t = sifu_runs.Trained(setup, fed, None, c, training, None, None, None)
+    reqs = [[0, 10], [1, 11]]
+    long = sifu_runs._scratch(t, reqs)
+    short = sifu_runs._scratch(t, reqs[:1])
+    assert short.requests[0] is long.requests[0]
+    assert torch.equal(scratch(fed, c, training, reqs[:1]).requests[0].stage.params, short.requests[0].stage.params)
+    control = sifu_runs.control_model(t, long.requests[-1].stage.members, 2)
+    assert not torch.equal(control, long.params)
+
+
+def test_plan_only_builds_the_chapter_without_training_and_blocks_missing_data(tmp_path, mnist):
+    from fedlib.units import Units
+
+    config = dataclasses.replace(chapter.TINY, setups=chapter.TINY.setups + (chapter.Setup(
+        "cifar100", "cnn_sifu_cifar", num_clients=20, samples=20, alpha=0.1,
+        model_args=(("fc", 256), ("num_classes", 100))),))
+    units = Units("sifu", "full", 0, folder=tmp_path, plan_only=True)
+    res = chapter.run(config, mode="full", units=units)
+    assert units.blocked and "cifar100/*" in units.blocked and "CIFAR-100" in units.blocked["cifar100/*"]
+    assert set(units.state) >= {"mnist/seed0/F2", "fashion_mnist/seed0/F2"}
+    assert all(v == "not run" for k, v in units.state.items() if not k.startswith("cifar100"))
+    assert res.tables["F2_mnist"]["rows"] == [] and res.claim("sifu_below_finetuning/mnist")["outcome"] == "not run"
+    assert res.claim("theorem2_delta")["outcome"] == "not reproduced"  # exact, computed without a unit

@@ -8,12 +8,18 @@ mini-batches from its own generator, so a client's local model does not depend o
 Clients are stacked as ``(M, n, ...)`` tensors: equal numbers of samples (:func:`stack_clients`), or unequal ones
 (quantity skew) padded to the largest client with label :data:`PAD` (:func:`stack_padded`); a padded client trains
 on its own samples only, as it would alone.
+
+A network with dropout gets a fresh mask per client and local step (``vmap`` with ``randomness="different"``),
+drawn from the global generator seeded, inside ``torch.random.fork_rng``, by one number from each client's
+generator: the same seed gives the same masks, but a client's masks depend on who else was sampled in the round.
+Evaluation (:meth:`BatchedClients.accuracy`, :meth:`BatchedClients.losses`) runs with dropout off.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
@@ -22,6 +28,7 @@ from torch.func import functional_call, grad, vmap
 
 from fedlib.data.datasets import Split
 from fedlib.fl.backprop import batched_mlp_grads, mlp_linears
+from fedlib.rng import derive_seed
 
 #: the label of padding entries in :func:`stack_padded`'s ``y``
 PAD = -1
@@ -74,8 +81,10 @@ class BatchedClients:
         def weighted(params: dict[str, Tensor], x: Tensor, y: Tensor, w: Tensor) -> Tensor:
             return (F.cross_entropy(functional_call(model, params, (x,)), y, reduction="none") * w).sum()
 
-        self._grads = vmap(grad(loss))
-        self._weighted_grads = vmap(grad(weighted))
+        self.dropout = any(isinstance(m, nn.Dropout) and m.p > 0 for m in model.modules())
+        randomness = "different" if self.dropout else "error"
+        self._grads = vmap(grad(loss), randomness=randomness)
+        self._weighted_grads = vmap(grad(weighted), randomness=randomness)
         self.mlp = mlp_linears(model) is not None and len(self.names) == len(list(model.parameters()))
 
     def _unflatten(self, flat: Tensor) -> dict[str, Tensor]:
@@ -138,7 +147,10 @@ class BatchedClients:
         t = 0
         for idx in self._batches(n, steps, epochs, batch_size, generators):
             xb, yb = (x, y) if idx is None else (x[rows, idx.to(y.device)], y[rows, idx.to(y.device)])
-            g = self._gradients(theta, xb, yb)
+            if self.dropout:
+                g = self._dropout_gradients(theta, xb, yb, generators)
+            else:
+                g = self._gradients(theta, xb, yb)
             t += 1
             if adam:
                 velocity.mul_(0.9).add_(g, alpha=0.1)
@@ -173,8 +185,11 @@ class BatchedClients:
                 w[j, :len(b)] = 1.0 / len(b)
             rows = torch.tensor(moving, device=y.device)
             idx = idx.to(y.device)
-            g = self._gradients(theta[rows], x[rows.unsqueeze(1), idx], y[rows.unsqueeze(1), idx],
-                                w.to(theta.device))  # idx < n_i: never a padding entry
+            xb, yb, wb = x[rows.unsqueeze(1), idx], y[rows.unsqueeze(1), idx], w.to(theta.device)  # never padding
+            if self.dropout:
+                g = self._dropout_gradients(theta[rows], xb, yb, [generators[i] for i in moving], wb)
+            else:
+                g = self._gradients(theta[rows], xb, yb, wb)
             if velocity is not None:
                 velocity[rows] = velocity[rows] * momentum + g
                 g = velocity[rows]
@@ -195,6 +210,30 @@ class BatchedClients:
             out += [order[s:s + batch_size] for s in range(0, n, batch_size)]
         return out
 
+    def _dropout_gradients(self, theta: Tensor, x: Tensor, y: Tensor, generators: Sequence[torch.Generator],
+                           w: Tensor | None = None) -> Tensor:
+        """:meth:`_gradients` with dropout masks drawn from the global generator, seeded by one number from each
+        client's generator inside ``fork_rng`` (the caller's global random state is left untouched)."""
+        draws = [int(torch.randint(2**62, (1,), generator=g)) for g in generators]
+        devices = [theta.device.index or 0] if theta.is_cuda else []
+        with torch.random.fork_rng(devices=devices):
+            seed = derive_seed(0, "dropout", *draws)
+            torch.manual_seed(seed)
+            if theta.is_cuda:
+                torch.cuda.manual_seed(seed)
+            return self._gradients(theta, x, y, w)
+
+    @contextmanager
+    def _evaluating(self) -> Iterator[None]:
+        """Dropout off while evaluating (a network without dropout is left as it is)."""
+        was = self.model.training
+        if self.dropout:
+            self.model.eval()
+        try:
+            yield
+        finally:
+            self.model.train(was)
+
     @staticmethod
     def _batches(n: int, steps: int | None, epochs: int | None, batch_size: int,
                  generators: Sequence[torch.Generator]) -> Iterator[Tensor | None]:
@@ -214,8 +253,9 @@ class BatchedClients:
         """Accuracy of flat ``params`` (d,) on each client's samples: a tensor (M,) for x (M, n, ...), y (M, n)
         (padding, label :data:`PAD`, is not counted)."""
         flat = params.reshape(1, -1)
-        logits = functional_call(self.model, {k: v[0] for k, v in self._unflatten(flat).items()},
-                                 (x.reshape(-1, *x.shape[2:]),))
+        with self._evaluating():
+            logits = functional_call(self.model, {k: v[0] for k, v in self._unflatten(flat).items()},
+                                     (x.reshape(-1, *x.shape[2:]),))
         hits = (logits.argmax(1) == y.reshape(-1)).reshape(y.shape).float()
         sizes = client_sizes(y)
         if bool((sizes == y.shape[1]).all()):
@@ -226,5 +266,6 @@ class BatchedClients:
     def losses(self, params: Tensor, x: Tensor, y: Tensor) -> Tensor:
         """Per-sample cross-entropy of flat ``params`` (d,) on samples x (N, ...), y (N,)."""
         flat = params.reshape(1, -1)
-        logits = functional_call(self.model, {k: v[0] for k, v in self._unflatten(flat).items()}, (x,))
+        with self._evaluating():
+            logits = functional_call(self.model, {k: v[0] for k, v in self._unflatten(flat).items()}, (x,))
         return F.cross_entropy(logits, y, reduction="none")

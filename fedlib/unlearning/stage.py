@@ -176,9 +176,10 @@ def run_stage(fed: Federation, cfg: StageConfig, start: Tensor, members: Sequenc
     if progress:
         from tqdm.auto import tqdm
         bar = tqdm(total=cfg.max_rounds, desc=f"{stream} {index}", leave=False)
+    x_members, y_members = fed.x[list(members)], fed.y[list(members)]  # gathered once: evaluated every round
     n = 0
     while True:
-        acc = float(fed.client_accuracy(theta, members).mean())
+        acc = float(fed.trainer.accuracy(theta, x_members, y_members).mean())
         accuracy.append(acc)
         if (acc >= cfg.target_accuracy and n >= cfg.min_rounds) or n == cfg.max_rounds:
             stage.reached_target = acc >= cfg.target_accuracy
