@@ -23,9 +23,6 @@ from fedlib.unlearning.sifu import psi_star, restart_index
 ROOT = Path(__file__).resolve().parents[1]
 NO_FLOWER = "Flower is not installed: pip install -r benchmarks/requirements-flower.txt (the fedlib[flower] extra)"
 
-#: The equivalence run of issue 27: 10 clients, LDP-FL with σ > 0, top-k and Global-MGD.
-LDP_FL = {"algorithm": "ldp-fl", "noise-multiplier": 1.0, "top-rate": 0.1, "momentum": 0.5, "num-clients": 10,
-          "clients-per-round": 5, "rounds": 4, "samples-per-client": 600, "hidden": "64", "test-samples": 1000}
 
 
 def flower():
@@ -34,6 +31,14 @@ def flower():
     import fedlib.flower
 
     return fedlib.flower
+
+
+def example(name, **overrides):
+    """One of fedlib.flower's example runs (10-client LDP-FL, 3-client DP-FedAvg), with keys replaced."""
+    flower()
+    from fedlib.flower.task import EXAMPLES
+
+    return {**EXAMPLES[name], **{k.replace("_", "-"): v for k, v in overrides.items()}}
 
 
 def engine_run(task, algorithm=None):
@@ -45,7 +50,8 @@ def engine_run(task, algorithm=None):
 
 def test_fedlib_never_imports_flower_and_the_extra_says_how_to_install_it():
     code = ("import sys; sys.modules['flwr'] = None\n"  # as if Flower were not installed
-            "import fedlib, fedlib.fl, fedlib.algorithms.dpfl, fedlib.experiments.common, fedlib.unlearning.sensitivity\n"
+            "import fedlib, fedlib.fl, fedlib.algorithms.dpfl, fedlib.experiments.common\n"
+            "import fedlib.unlearning.sensitivity\n"
             "try:\n    import fedlib.flower.client\nexcept ImportError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -54,7 +60,8 @@ def test_fedlib_never_imports_flower_and_the_extra_says_how_to_install_it():
 
 def test_the_extra_pins_what_the_requirements_file_pins():
     tomllib = pytest.importorskip("tomllib", reason="Python < 3.11")
-    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["flower"]
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    extra = extra["flower"]
     lines = (ROOT / "benchmarks" / "requirements-flower.txt").read_text().splitlines()
     assert sorted(extra) == sorted(x.strip() for x in lines if x.strip() and not x.startswith("#"))
 
@@ -153,14 +160,14 @@ def in_process(task, **strategy_kwargs):
     return strategy, strategy.run(grid), grid
 
 
-@pytest.mark.parametrize("config", [
-    LDP_FL,
-    {**LDP_FL, "algorithm": "lcdp-fl", "cdp-noise-multiplier": 0.5},  # server-side median clipping + central noise
-    {**LDP_FL, "algorithm": "fednore", "lam1": 0.5, "lam2": 0.5, "weighting": "uniform", "num-clients": 4,
-     "clients-per-round": 4, "rounds": 3},  # per-client running medians kept in the node's context; penalty, loss
+@pytest.mark.parametrize("overrides", [
+    {},  # the 10-client LDP-FL run: top-k, noise on the kept entries, Global-MGD
+    {"algorithm": "lcdp-fl", "cdp_noise_multiplier": 0.5},  # server-side median clipping + central noise
+    {"algorithm": "fednore", "lam1": 0.5, "lam2": 0.5, "weighting": "uniform", "num_clients": 4,
+     "clients_per_round": 4, "rounds": 3},  # per-client running medians kept in the node's context; penalty, loss
 ], ids=["ldp-fl", "lcdp-fl", "fednore"])
-def test_client_app_and_strategy_reproduce_the_engine(config):
-    task = flower().standard_task(config)
+def test_client_app_and_strategy_reproduce_the_engine(overrides):
+    task = flower().standard_task(example("ldp-fl", **overrides))
     ours = engine_run(task)
     strategy, theirs, _ = in_process(task)
     assert torch.equal(theirs.params, ours.params)
@@ -171,7 +178,7 @@ def test_client_app_and_strategy_reproduce_the_engine(config):
 def test_a_privacy_budget_stops_the_flower_run_where_it_stops_the_engine():
     import dataclasses
 
-    base = flower().standard_task({**LDP_FL, "rounds": 20})
+    base = flower().standard_task(example("ldp-fl", rounds=20))
     task = dataclasses.replace(base, algorithm=lambda: ldp_fl(1.0, budget=moments_budget(5.0, 1e-5)))
     ours = engine_run(task)
     strategy, theirs, grid = in_process(task)
@@ -182,7 +189,7 @@ def test_a_privacy_budget_stops_the_flower_run_where_it_stops_the_engine():
 
 def test_the_server_keeps_psi_and_serves_an_unlearning_request():
     fl = flower()
-    task = fl.standard_task({**LDP_FL, "algorithm": "fedavg", "weighting": "uniform", "rounds": 3})
+    task = fl.standard_task(example("ldp-fl", algorithm="fedavg", weighting="uniform", rounds=3))
     strategy, run, _ = in_process(task, track_sensitivity=True)
     ours = run_federated(task.model, task.train, task.clients, None, task.config, task.algorithm(), init=task.init,
                          history="models")
@@ -196,12 +203,12 @@ def test_the_server_keeps_psi_and_serves_an_unlearning_request():
     trained = {again.nodes[c]: c for c in again.nodes}
     assert retrained.rounds_completed == 3 and forget[0] not in {trained[n] for kind, n in grid.sent if kind == "train"}
     with pytest.raises(ValueError, match="track_sensitivity needs plain FedAvg"):
-        fl.FedlibStrategy(fl.standard_task(LDP_FL), track_sensitivity=True)
+        fl.FedlibStrategy(fl.standard_task(example("ldp-fl")), track_sensitivity=True)
 
 
 def test_nodes_must_hold_distinct_partitions_and_failures_stop_the_run():
     fl = flower()
-    task = fl.standard_task({**LDP_FL, "rounds": 1})
+    task = fl.standard_task(example("ldp-fl", rounds=1))
     grid = InProcessGrid(fl.client_app(lambda config: task), len(task.clients))
     first = next(iter(grid.contexts.values()))
     first.node_config["partition-id"] = 1  # two nodes claim client 1
@@ -220,11 +227,12 @@ def test_ldp_fl_in_flower_simulation_equals_the_engine():
     fl = flower()
     from fedlib.flower.task import tolerance
 
-    task = fl.standard_task(LDP_FL)
+    config = example("ldp-fl")
+    task = fl.standard_task(config)
     ours = engine_run(task)
-    strategy = fl.run_simulation(LDP_FL, num_cpus=2)
+    strategy = fl.run_simulation(config, num_cpus=2)
     theirs = strategy.result()
-    assert theirs.rounds_completed == LDP_FL["rounds"]
+    assert theirs.rounds_completed == config["rounds"]
     diff = float((theirs.params - ours.params).abs().max())
     assert diff <= tolerance(task.config, task.init, ours.params), diff
     eps = ours.metrics[-1]["epsilon_ldp"]
@@ -236,16 +244,17 @@ def test_ldp_fl_in_flower_simulation_equals_the_engine():
 @pytest.mark.timeout(600)
 def test_dp_fedavg_deployed_on_superlink_and_supernodes_equals_the_simulation():
     fl = flower()
-    from fedlib.flower.deployment import DP_FEDAVG, LocalDeployment, alive
+    from fedlib.flower.deployment import LocalDeployment, alive
     from fedlib.flower.task import tolerance
 
+    config = example("dp-fedavg")
     deployment = LocalDeployment(3)
     with deployment:
-        deployed = deployment.run(DP_FEDAVG, timeout=400)
+        deployed = deployment.run(config, timeout=400)
         pids = deployment.pids()
     assert len(pids) >= 4 and not any(alive(pid) for pid in pids)  # SuperLink, 3 SuperNodes and their children
-    simulated = fl.run_simulation(DP_FEDAVG).result()
-    task = fl.standard_task(DP_FEDAVG)
+    simulated = fl.run_simulation(config).result()
+    task = fl.standard_task(config)
     assert deployed["rounds_completed"] == simulated.rounds_completed == 3
     diff = float((deployed["params"] - simulated.params).abs().max())
     assert diff <= tolerance(task.config, task.init, simulated.params), diff

@@ -268,22 +268,17 @@ class LocalDeployment:
             self._tmp.cleanup()
 
 
-#: The deployment test's run: DP-FedAvg (central DP, constant bound) on 3 clients for 3 rounds.
-DP_FEDAVG = {"algorithm": "dp-fedavg", "noise-multiplier": 1.0, "clip": 1.0, "num-clients": 3,
-             "clients-per-round": 3, "rounds": 3, "weighting": "uniform", "samples-per-client": 300,
-             "hidden": "32", "test-samples": 500}
-
-
 def main() -> int:
     from fedlib.flower.simulation import run_simulation
-    from fedlib.flower.task import standard_task, tolerance
+    from fedlib.flower.task import EXAMPLES, standard_task, tolerance
 
+    config = EXAMPLES["dp-fedavg"]
     began = time.perf_counter()
-    with LocalDeployment(int(DP_FEDAVG["num-clients"])) as deployment:
-        deployed = deployment.run(DP_FEDAVG)
+    with LocalDeployment(int(config["num-clients"])) as deployment:
+        deployed = deployment.run(config)
     took = time.perf_counter() - began
-    simulated = run_simulation(DP_FEDAVG).result()
-    simulated_task = standard_task(DP_FEDAVG)
+    simulated = run_simulation(config).result()
+    simulated_task = standard_task(config)
     diff = float((deployed["params"] - simulated.params).abs().max())
     tol = tolerance(simulated_task.config, deployed["params"], simulated.params, simulated_task.init)
     print(f"deployment: {took:.1f} s, {deployed['rounds_completed']} rounds; max |deployed - simulated| = {diff:.3g} "

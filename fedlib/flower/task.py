@@ -85,6 +85,17 @@ DEFAULTS: dict[str, ConfigValue] = {
 }
 
 
+#: The runs of the tests, the benchmark and the book: LDP-FL on 10 clients (σ > 0, top-k, Global-MGD; engine vs
+#: simulation) and DP-FedAvg on 3 clients (central DP, constant bound; engine vs simulation vs deployment).
+EXAMPLES: dict[str, dict[str, ConfigValue]] = {
+    "ldp-fl": {"algorithm": "ldp-fl", "noise-multiplier": 1.0, "top-rate": 0.1, "momentum": 0.5, "num-clients": 10,
+               "clients-per-round": 5, "rounds": 4, "samples-per-client": 600, "hidden": "64", "test-samples": 1000},
+    "dp-fedavg": {"algorithm": "dp-fedavg", "noise-multiplier": 1.0, "clip": 1.0, "num-clients": 3,
+                  "clients-per-round": 3, "rounds": 3, "weighting": "uniform", "samples-per-client": 300,
+                  "hidden": "32", "test-samples": 500},
+}
+
+
 def _algorithm(c: Mapping[str, ConfigValue]) -> Callable[[], Algorithm]:
     name, sigma = c["algorithm"], float(c["noise-multiplier"])
     factories: dict[str, Callable[[], Algorithm]] = {
@@ -146,11 +157,11 @@ def task_config(run_config: Mapping[str, ConfigValue]) -> dict[str, ConfigValue]
 
 
 def tolerance(config: FLConfig, *params: Tensor) -> float:
-    """The largest |difference| two float32 runs of one task may show if they add the same numbers in another order.
+    """The largest absolute difference of two float32 runs of a task that add the same numbers in other orders.
 
     Every float32 addition rounds with relative error ≤ u = 2^-24. In round t the server sums m uploads
-    (error ≤ (m − 1) u max|∇W_i|) and takes the momentum and model steps (≤ 2u max|W|, max|V|); with every
-    magnitude ≤ s = max ‖params‖_∞ (W^0, W^T, ...) and ∇W_i ≤ 2s that is ≤ 2(m + 1) u s per round, so
+    (error ≤ (m − 1) u ‖∇W_i‖_∞) and takes the momentum and model steps (≤ 2u ‖W‖_∞, ‖V‖_∞); with every
+    magnitude ≤ s = max ‖params‖_∞ (W^0, W^T, ...) and ‖∇W_i‖_∞ ≤ 2s that is ≤ 2(m + 1) u s per round, so
     T (m + 2) · 2u · s after T rounds, taking local training as non-expansive on a difference of that size. The
     forms compared here run the same kernels on one thread per client, so in practice they agree bitwise.
     """

@@ -24,8 +24,8 @@ class SensitivityLedger:
     Args:
         init: θ^0.
         num_clients: M (columns of Ψ).
-        members: |I|, the clients trained on; the increment weight is 1/(|I| − 1) (the paper's p_i/(1 − p_i)
-            with p_i = 1/|I|), or 1/(|S_n| − 1) with ``sampling_aware`` (spec card A4, ours).
+        members: ``|I|``, the number of clients trained on; the increment weight is 1/(``|I|`` − 1) (the paper's
+            p_i/(1 − p_i) with p_i = 1/``|I|``), or 1/(``|S_n|`` − 1) with ``sampling_aware`` (spec card A4, ours).
         sampling_aware: weight by the realised participants instead.
     """
 
@@ -57,7 +57,8 @@ class SensitivityLedger:
                 generator: torch.Generator, calibration: Calibration = "classical") -> tuple[int, Tensor]:
         """(T, θ^T + N(0, σ² I)): where IFU restarts training without the clients ``forget`` (eqs. 13-14, Thm 2)."""
         if not forget or not all(0 <= int(i) < self.num_clients for i in forget):
-            raise ValueError(f"forget must be a non-empty list of client ids in [0, {self.num_clients}), got {forget!r}")
+            raise ValueError(f"forget must be a non-empty list of client ids in [0, {self.num_clients}), "
+                             f"got {forget!r}")
         column = self.psi[:, [int(i) for i in forget]].max(1).values
         t = restart_index(column, psi_star(sigma, epsilon, delta, calibration))
         return t, perturb(self.models[t], sigma, generator)
