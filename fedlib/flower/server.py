@@ -135,7 +135,6 @@ class FedlibStrategy(Strategy):
         if ctx is None:
             return None, None
         t, chosen, cfg = ctx.round, ctx.participants, self.task.config
-        began = time.perf_counter()
         by_client = _train_replies(replies, chosen, t)
         uploads = torch.stack([record_flat(by_client[c].content[UPDATE], UPDATE) for c in chosen])
         sizes = torch.tensor([float(by_client[c].content[METRICS]["num-examples"]) for c in chosen],
@@ -167,7 +166,6 @@ class FedlibStrategy(Strategy):
             # the clients' transforms measured what the server's copies did not run (e.g. top-k's upload size)
             row.update({k: float(v) for k, v in by_client[chosen[-1]].content[TRANSFORM_METRICS].items()})
             self.metrics.append(row)
-        self.elapsed_s += time.perf_counter() - began
         return flat_record(PARAMS, self.params), MetricRecord(row)
 
     def configure_evaluate(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
@@ -184,13 +182,15 @@ class FedlibStrategy(Strategy):
         log(INFO, "\t└──> parts: %s", parts)
 
     def result(self) -> RunResult:
-        """The run's outcome in the engine's terms (``elapsed_s``: the server's own work, not the clients')."""
+        """The run's outcome in the engine's terms (``elapsed_s``: the wall time of :meth:`run`)."""
         return RunResult(self.params, self.metrics, None, self.rounds_completed, self.elapsed_s, self.diverged)
 
     def run(self, grid: Grid, *, connect_timeout: float = 120.0, round_timeout: float = 600.0) -> RunResult:
         """Connect to the members' nodes and run ``task.config.rounds`` rounds."""
+        began = time.perf_counter()
         self.connect(grid, timeout=connect_timeout)
         self.start(grid, flat_record(PARAMS, self.params), num_rounds=self.task.config.rounds, timeout=round_timeout)
+        self.elapsed_s = time.perf_counter() - began
         return self.result()
 
 
