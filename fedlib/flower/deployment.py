@@ -56,7 +56,7 @@ def write_app(directory: str | Path) -> Path:
     """Write the Flower App project (a ``pyproject.toml``) that ``flwr run`` submits; returns its folder."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    keys = {**DEFAULTS, "result-file": "", "round-timeout": 600.0}
+    keys = {**DEFAULTS, "result-file": "", "timeout": 600.0}
     lines = "\n".join(f"{k} = {json.dumps(v)}" for k, v in keys.items())
     (directory / "pyproject.toml").write_text(APP_PYPROJECT.format(config=lines))
     return directory

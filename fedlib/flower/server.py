@@ -90,22 +90,22 @@ class FedlibStrategy(Strategy):
         self.elapsed_s = 0.0
         self._ctx: RoundContext | None = None
 
-    def connect(self, grid: Grid, *, timeout: float = 120.0, poll: float = 0.5) -> None:
-        """Wait (at most ``timeout`` s) until the members' nodes are connected and ask each node for its client id."""
+    def connect(self, grid: Grid, *, timeout: float = 600.0, poll: float = 0.5) -> None:
+        """Wait (at most ``timeout`` s in all) until enough nodes are connected, then ask each for its client id."""
         deadline = time.monotonic() + timeout
-        while True:
-            nodes = list(grid.get_node_ids())
-            if len(nodes) >= len(self.members):
-                replies = list(grid.send_and_receive(
-                    [Message(RecordDict(), dst_node_id=n, message_type=MessageType.QUERY) for n in nodes],
-                    timeout=max(deadline - time.monotonic(), 1.0)))
-                self.nodes = _client_nodes(replies)
-                if all(c in self.nodes for c in self.members):
-                    return
+        while len(nodes := list(grid.get_node_ids())) < len(self.members):
             if time.monotonic() > deadline:
-                raise TimeoutError(f"after {timeout:.0f} s, {len(nodes)} nodes are connected, clients "
-                                   f"{sorted(self.nodes)} answered; members {self.members} are needed")
+                raise TimeoutError(f"after {timeout:.0f} s only {len(nodes)} nodes are connected; "
+                                   f"{len(self.members)} members are needed")
             time.sleep(poll)
+        replies = grid.send_and_receive(
+            [Message(RecordDict(), dst_node_id=n, message_type=MessageType.QUERY) for n in nodes],
+            timeout=max(deadline - time.monotonic(), 1.0))
+        self.nodes = _client_nodes(replies)
+        missing = [c for c in self.members if c not in self.nodes]
+        if missing:
+            raise TimeoutError(f"no node answered for clients {missing} within {timeout:.0f} s "
+                               f"(answered: {sorted(self.nodes)})")
 
     def round_context(self, t: int) -> RoundContext:
         """Round t's context; participants drawn among the members as the engine draws among all clients."""
@@ -185,11 +185,12 @@ class FedlibStrategy(Strategy):
         """The run's outcome in the engine's terms (``elapsed_s``: the wall time of :meth:`run`)."""
         return RunResult(self.params, self.metrics, None, self.rounds_completed, self.elapsed_s, self.diverged)
 
-    def run(self, grid: Grid, *, connect_timeout: float = 120.0, round_timeout: float = 600.0) -> RunResult:
-        """Connect to the members' nodes and run ``task.config.rounds`` rounds."""
+    def run(self, grid: Grid, *, timeout: float = 600.0) -> RunResult:
+        """Connect to the members' nodes and run ``task.config.rounds`` rounds, waiting at most ``timeout`` s for
+        the nodes and for each round's replies."""
         began = time.perf_counter()
-        self.connect(grid, timeout=connect_timeout)
-        self.start(grid, flat_record(PARAMS, self.params), num_rounds=self.task.config.rounds, timeout=round_timeout)
+        self.connect(grid, timeout=timeout)
+        self.start(grid, flat_record(PARAMS, self.params), num_rounds=self.task.config.rounds, timeout=timeout)
         self.elapsed_s = time.perf_counter() - began
         return self.result()
 
@@ -226,8 +227,8 @@ def server_app(make_task: TaskFactory = standard_task, config: Mapping[str, Conf
     """A ServerApp that runs ``make_task(config)`` with a :class:`FedlibStrategy`.
 
     Flower's run config (``flwr run``) overrides ``config``; its key ``result-file`` names a file the final
-    model, metrics and ε are saved to (``torch.save``), and ``round-timeout`` bounds the wait for a round's
-    replies (s). ``on_result`` receives the strategy after the last round (in-process runs, e.g. simulation);
+    model and metrics are saved to (``torch.save``), and ``timeout`` bounds the wait for the nodes and for each
+    round's replies (s). ``on_result`` receives the strategy after the last round (in-process runs, e.g. simulation);
     ``strategy_kwargs`` go to :class:`FedlibStrategy`.
     """
     app = ServerApp()
@@ -236,7 +237,7 @@ def server_app(make_task: TaskFactory = standard_task, config: Mapping[str, Conf
     def main(grid: Grid, context: Context) -> None:
         run_config = {**(config or {}), **context.run_config}
         strategy = FedlibStrategy(make_task(task_config(run_config)), **strategy_kwargs)
-        result = strategy.run(grid, round_timeout=float(run_config.get("round-timeout", 600.0)))
+        result = strategy.run(grid, timeout=float(run_config.get("timeout", 600.0)))
         if run_config.get("result-file"):
             path = Path(str(run_config["result-file"]))
             path.parent.mkdir(parents=True, exist_ok=True)

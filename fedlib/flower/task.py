@@ -55,7 +55,7 @@ class Task:
 TaskFactory = Callable[[Mapping[str, ConfigValue]], Task]
 
 #: Keys of the run configuration read by the apps themselves, not by the task factory.
-RUNNER_KEYS = ("result-file", "round-timeout")
+RUNNER_KEYS = ("result-file", "timeout")
 
 #: The keys :func:`standard_task` reads, with their defaults.
 DEFAULTS: dict[str, ConfigValue] = {
