@@ -232,15 +232,17 @@ class LocalDeployment:
                 if alive(pid)]
 
     def stop(self) -> None:
-        """SIGTERM every process (and process group) of the deployment, SIGKILL what is left after the timeout."""
+        """SIGTERM the deployment's processes (those started, their process groups and their descendants, listed
+        before anything is signalled), then SIGKILL what is left after ``stop_timeout`` s."""
         pids = self.pids()
         for sig in (signal.SIGTERM, signal.SIGKILL):
-            for pid in pids:
-                for kill in (os.killpg, os.kill):
-                    try:
-                        kill(os.getpgid(pid) if kill is os.killpg else pid, sig)
-                    except (ProcessLookupError, PermissionError):
-                        pass
+            # a started process leads its own process group; signal it only while it is ours (not yet reaped)
+            groups = [p.pid for p in self.processes if p.poll() is None]
+            for send, target in [(os.kill, pid) for pid in pids if alive(pid)] + [(os.killpg, g) for g in groups]:
+                try:
+                    send(target, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
             deadline = time.monotonic() + self.stop_timeout
             while time.monotonic() < deadline and any(alive(pid) for pid in pids):
                 for proc in self.processes:
