@@ -1,5 +1,7 @@
 """Run every benchmark and print one table: ``python -m benchmarks`` (add ``flower`` to include Flower's
-simulation engine, which needs ``pip install -r benchmarks/requirements-flower.txt``).
+simulation engine, which needs ``pip install -r benchmarks/requirements-flower.txt``). ``python -m benchmarks
+flower_forms`` times one algorithm as fedlib's engine, Flower simulation and Flower deployment and writes
+``results/flower.json`` (see :mod:`benchmarks.flower_forms`).
 
 Set ``FEDLIB_DATA`` to the data root; the thread count comes from ``FEDLIB_NUM_THREADS`` (default 2). Every row
 checks that the compared implementations give the same result before it prints a time.
@@ -20,6 +22,11 @@ ROWS = [fl_round, attacks, dpsgd_step, unlearning_round, gpu_round]
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["flower_forms"]:
+        from benchmarks import flower_forms
+
+        set_threads()
+        return flower_forms.main()
     rows = list(ROWS)
     if "flower" in argv:
         from benchmarks import flower_round

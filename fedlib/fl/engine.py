@@ -93,6 +93,21 @@ class Algorithm:
     def components(self) -> list[Component]:
         return [*self.transforms, self.aggregator, self.server]
 
+    def allows_round(self, ctx: RoundContext) -> bool:
+        """Whether every part lets round ``ctx.round`` run (a privacy budget may stop training before it)."""
+        return all(comp.allows_round(ctx) for comp in self.components())
+
+    def server_update(self, params: Tensor, uploads: Tensor, weights: Tensor, ctx: RoundContext) -> Tensor:
+        """W^{t+1} from W^t and the round's uploads (m, d) with weights p_i: aggregate, then the server step."""
+        return self.aggregator.after_server_step(self.server.step(params, self.aggregator(uploads, weights, ctx)))
+
+    def metrics(self) -> dict[str, float]:
+        """Every part's numbers after a round (ε spent, clipping bound, upload size, ...)."""
+        row: dict[str, float] = {}
+        for comp in self.components():
+            row.update(comp.metrics())
+        return row
+
 
 @dataclass
 class History:
@@ -177,6 +192,45 @@ def sample_clients(num_clients: int, m: int, generator: torch.Generator,
     return tuple(sorted(remaining[i] for i in torch.randperm(len(remaining), generator=generator)[:m].tolist()))
 
 
+def round_context(config: FLConfig, num_clients: int, slices: list[slice], t: int,
+                  dropped: frozenset[int] = frozenset()) -> RoundContext:
+    """Round t's context: its participants are drawn from the run's (seed, "sample", t) stream, leaving out the
+    clients in ``dropped`` (drop-out, thesis Alg. 3.2)."""
+    chosen = sample_clients(num_clients, config.clients_per_round, make_generator(config.seed, "sample", t),
+                            dropped)
+    return RoundContext(t, num_clients, config.clients_per_round, chosen, slices, config.seed)
+
+
+def round_weights(sizes: Tensor, weighting: Literal["samples", "uniform"]) -> Tensor:
+    """The aggregation weights p_i of the round's participants with n_i = ``sizes`` (float64, summing to 1)."""
+    weights = sizes.to(torch.float64) if weighting == "samples" else torch.ones(len(sizes), dtype=torch.float64)
+    return weights / weights.sum()
+
+
+def train_client(trainer: LocalTrainer, params: Tensor, train: Split, indices: Tensor, client: int, lr: float,
+                 opt: LocalSGD, ctx: RoundContext) -> tuple[Tensor, float]:
+    """Client ``client``'s local training from W^t on its samples ``indices``, with its own (seed, "train", t,
+    client) stream: the update ∇W_i and the training loss."""
+    return trainer.train(params, train.x, train.y, indices, lr=lr, opt=opt, generator=ctx.generator("train", client))
+
+
+def client_message(transforms: Sequence[ClientTransform], client: int, num_samples: int, update: Tensor,
+                   ctx: RoundContext) -> ClientMessage:
+    """What client ``client`` uploads: its update after the client transforms, in list order."""
+    msg = ClientMessage(client, num_samples, update)
+    for transform in transforms:
+        transform(msg, ctx)
+    return msg
+
+
+def evaluation_row(model: nn.Module, params: Tensor, test: Split, algorithm: Algorithm, completed: int,
+                   train_loss: float, lr: float) -> dict[str, float]:
+    """The log row of an evaluated round: test accuracy and loss, training loss, γ_t and every part's metrics."""
+    acc, test_loss = evaluate(model, params, test.x, test.y)
+    return {"round": completed, "accuracy": acc, "loss": test_loss, "train_loss": train_loss, "lr": lr,
+            **algorithm.metrics()}
+
+
 class _ClientPool:
     """Trains the sampled clients of a round, ``workers`` at a time, each on its own model replica.
 
@@ -197,8 +251,7 @@ class _ClientPool:
             out = []
             for j in range(w, len(chosen), len(self.trainers)):
                 c = chosen[j]
-                update, loss = self.trainers[w].train(params, train.x, train.y, clients[c], lr=lr, opt=opt,
-                                                      generator=ctx.generator("train", c))
+                update, loss = train_client(self.trainers[w], params, train, clients[c], c, lr, opt, ctx)
                 out.append((j, update, loss))
             return out
 
@@ -226,10 +279,7 @@ def _client_uploads(pool: _ClientPool, algorithm: Algorithm, params: Tensor, tra
     uploads = torch.empty(len(chosen), params.numel(), dtype=params.dtype)
     train_loss = 0.0
     for j, (client, (update, loss)) in enumerate(zip(chosen, pool.train(params, train, clients, chosen, lr, opt, ctx))):
-        msg = ClientMessage(client, len(clients[client]), update)
-        for transform in algorithm.transforms:
-            transform(msg, ctx)
-        uploads[j] = msg.update
+        uploads[j] = client_message(algorithm.transforms, client, len(clients[client]), update, ctx).update
         train_loss += loss / len(chosen)
     return uploads, train_loss
 
@@ -332,10 +382,9 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
             dropped = frozenset().union(*(comp.dropped_out(num_clients) for comp in algorithm.components()))
             if num_clients - len(dropped) < config.clients_per_round:
                 break  # too few clients with budget left (thesis Alg. 3.2, lines 4-6)
-            chosen = sample_clients(num_clients, config.clients_per_round, make_generator(config.seed, "sample", t),
-                                    dropped)
-            ctx = RoundContext(t, num_clients, config.clients_per_round, chosen, slices, config.seed)
-            if not all(comp.allows_round(ctx) for comp in algorithm.components()):
+            ctx = round_context(config, num_clients, slices, t, dropped)
+            chosen = ctx.participants
+            if not algorithm.allows_round(ctx):
                 break
             lr = config.lr_at(t)
             uploads, train_loss = _client_uploads(pool, algorithm, params, train, clients, lr, config.local, ctx)
@@ -345,23 +394,17 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
                 acc, test_loss = evaluate(model, params, test.x, test.y) if test is not None else (math.nan, math.nan)
                 metrics.append({"round": t + 1, "accuracy": acc, "loss": test_loss, "diverged": 1.0})
                 break
-            weights = sizes[list(chosen)] if config.weighting == "samples" else torch.ones(len(chosen),
-                                                                                          dtype=torch.float64)
-            weights = weights / weights.sum()
+            weights = round_weights(sizes[list(chosen)], config.weighting)
             if record is not None:
                 record.models.append(params.clone())
                 record.participants.append(chosen)
                 if record.keep_updates:
                     record.updates.append({c: uploads[j].clone() for j, c in enumerate(chosen)})
-            params = algorithm.aggregator.after_server_step(
-                algorithm.server.step(params, algorithm.aggregator(uploads, weights, ctx)))
+            params = algorithm.server_update(params, uploads, weights, ctx)
             completed = t + 1
             row = None
             if test is not None and (completed % config.eval_every == 0 or completed == config.rounds):
-                acc, test_loss = evaluate(model, params, test.x, test.y)
-                row = {"round": completed, "accuracy": acc, "loss": test_loss, "train_loss": train_loss, "lr": lr}
-                for comp in algorithm.components():
-                    row.update(comp.metrics())
+                row = evaluation_row(model, params, test, algorithm, completed, train_loss, lr)
                 metrics.append(row)
             if ckpt_path is not None and (completed % checkpoint_every == 0 or completed == config.rounds):
                 checkpoint_io.save(ckpt_path, ident, {

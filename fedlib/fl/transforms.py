@@ -38,6 +38,18 @@ class ClientTransform(Component):
     def __call__(self, msg: ClientMessage, ctx: RoundContext) -> None:
         raise NotImplementedError
 
+    def account(self, client: int, ctx: RoundContext) -> None:
+        """Record the privacy that one upload of ``client`` spends (nothing, unless the transform adds noise).
+
+        ``__call__`` does it; a server whose clients run the transform elsewhere (fedlib.flower) calls it
+        for every upload it receives, trusting that the client ran the transform as configured.
+        """
+
+    @property
+    def spends_privacy(self) -> bool:
+        """Whether :meth:`account` records anything, i.e. the transform keeps a privacy ledger."""
+        return type(self).account is not ClientTransform.account
+
 
 def _positive(name: str, value: float) -> None:
     if not value > 0:
@@ -203,11 +215,15 @@ class GaussianNoise(ClientTransform):
             mask[msg.kept] = True
             noise[~mask] = 0.0
         msg.update = msg.update + noise
+        self.account(msg.client, ctx)
+
+    def account(self, client: int, ctx: RoundContext) -> None:
+        """One Gaussian mechanism of ``client``: q = 1/M on the global accountant, or q = 1 on its own ledger."""
         if self.noise_multiplier > 0:
             if self.accounting == "global":
                 self.accountant.step(noise_multiplier=self.noise_multiplier, sample_rate=1.0 / ctx.num_clients)
             else:
-                self.ledger.step(msg.client, noise_multiplier=self.noise_multiplier)
+                self.ledger.step(client, noise_multiplier=self.noise_multiplier)
 
     def allows_round(self, ctx: RoundContext) -> bool:
         if self.budget is None or self.noise_multiplier == 0:
