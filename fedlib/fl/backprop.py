@@ -105,7 +105,8 @@ def mlp_clipped_gradient_sum(linears: list[nn.Linear], x: Tensor, y: Tensor, cli
 
 
 @torch.no_grad()
-def batched_mlp_grads(weights: list[Tensor], biases: list[Tensor], x: Tensor, y: Tensor) -> list[Tensor]:
+def batched_mlp_grads(weights: list[Tensor], biases: list[Tensor], x: Tensor, y: Tensor
+                      ) -> tuple[list[Tensor], Tensor]:
     """:func:`mlp_cross_entropy_grads` for m MLPs at once, each on its own batch (eqs. 2.1-2.10 with a leading
     client dimension: one batched matrix product per layer instead of m small ones).
 
@@ -114,7 +115,8 @@ def batched_mlp_grads(weights: list[Tensor], biases: list[Tensor], x: Tensor, y:
         x: (m, B, ...) inputs, flattened per sample; y: (m, B) labels.
 
     Returns:
-        The gradients of each MLP's mean cross-entropy, (w_1, b_1, w_2, ...) with a leading m dimension.
+        The gradients of each MLP's mean cross-entropy, (w_1, b_1, w_2, ...) with a leading m dimension, and
+        each MLP's mean cross-entropy (m,).
     """
     m, b = y.shape
     inputs, pre = [x.reshape(m, b, -1)], []
@@ -123,6 +125,7 @@ def batched_mlp_grads(weights: list[Tensor], biases: list[Tensor], x: Tensor, y:
         pre.append(z)
         if k < len(weights) - 1:
             inputs.append(torch.relu(z))
+    losses = (torch.logsumexp(pre[-1], dim=-1) - pre[-1].gather(-1, y.unsqueeze(-1)).squeeze(-1)).mean(1)  # (2.5)
     dz = torch.softmax(pre[-1], dim=-1)
     dz.scatter_add_(-1, y.unsqueeze(-1), torch.full((m, b, 1), -1.0, dtype=dz.dtype, device=dz.device))  # a_K − Y (2.6)
     dz.div_(b)
@@ -131,4 +134,4 @@ def batched_mlp_grads(weights: list[Tensor], biases: list[Tensor], x: Tensor, y:
         grads = [torch.bmm(dz.transpose(1, 2), inputs[k]), dz.sum(1)] + grads  # (2.8), (2.9)
         if k > 0:
             dz = torch.bmm(dz, weights[k]).mul_(pre[k - 1] > 0)  # (2.10), (2.7)
-    return grads
+    return grads, losses
