@@ -1,22 +1,29 @@
 """Run every benchmark and print one table: ``python -m benchmarks`` (add ``flower`` to include Flower's
-simulation engine, which needs ``pip install -r benchmarks/requirements-flower.txt``).
+simulation engine, which needs ``pip install -r benchmarks/requirements-flower.txt``; without it that row says it
+was skipped).
 
 Set ``FEDLIB_DATA`` to the data root; the thread count comes from ``FEDLIB_NUM_THREADS`` (default 2). Every row
-checks that the compared implementations give the same result before it prints a time.
+checks that the compared implementations give the same result (to a float32 bound) before it prints a time, and
+every time is the median of 5 interleaved repetitions after a warm-up, with min and max (:mod:`benchmarks.timing`).
 """
 
 from __future__ import annotations
 
-import math
 import platform
 import sys
+import time
 
 import torch
 
 from benchmarks import attacks, dpsgd_step, fl_round, gpu_round, unlearning_round
+from benchmarks.timing import Timing, thread_report
 from fedlib.experiments.common import set_threads
 
 ROWS = [fl_round, attacks, dpsgd_step, unlearning_round, gpu_round]
+
+
+def _spread(t: Timing, unit: str = "", digits: int = 4) -> str:
+    return f"{t.median:.{digits}f}{unit} [{t.min:.{digits}f}-{t.max:.{digits}f}]"
 
 
 def main(argv: list[str]) -> int:
@@ -25,20 +32,25 @@ def main(argv: list[str]) -> int:
         from benchmarks import flower_round
 
         rows.insert(1, flower_round)
-    threads = set_threads()
-    print(f"machine: {platform.machine()}, {platform.processor() or 'cpu'}, {torch.get_num_threads()} threads; "
-          f"torch {torch.__version__}" + (f"; {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""))
-    print(f"{'benchmark':52s} {'s/step':>9s} {'ratio':>8s} {'% GEMM peak':>12s}  (step: round / iteration)")
+    set_threads()
+    print(f"machine: {platform.machine()}, {platform.processor() or 'cpu'}; torch {torch.__version__}"
+          + (f"; {torch.cuda.get_device_name()}" if torch.cuda.is_available() else "")
+          + f"; {time.strftime('%Y-%m-%d %H:%M')}")
+    print(f"threads: {thread_report()}")
+    print(f"{'benchmark':60s} {'s/step median [min-max]':>28s} {'speed-up [min-max]':>22s}  "
+          f"{'% of GEMM peak':26s} target (step: round / iteration)")
     for module in rows:
         for row in module.run():
             if row.get("skipped"):
                 print(row["row"])
             elif "gflops" in row:
-                print(f"{row['row']:52s} {row['gflops']:9.1f} GFLOP/s ({threads} threads)")
+                print(f"{row['row']:60s} {row['gflops']:9.1f} GFLOP/s")
             else:
-                peak = f"{row['peak_pct']:11.0f}%" if "peak_pct" in row else ""
-                ratio = "" if math.isnan(row["ratio"]) else f"{row['ratio']:7.2f}x"
-                print(f"{row['row']:52s} {row['s_per_round']:9.4f} {ratio:>8s} {peak}")
+                ratio = _spread(row["ratio"], "x", 2) if "ratio" in row else ""
+                print(f"{row['row']:60s} {_spread(row['time']):>28s} {ratio:>22s}  {row.get('peak', ''):26s} "
+                      f"{row.get('target', '')}")
+                if "check" in row:
+                    print(f"{'':60s}   {row['check']}")
     return 0
 
 
