@@ -1,6 +1,6 @@
 """Run every benchmark and print one table: ``python -m benchmarks`` (add ``flower`` to include Flower's
 simulation engine, which needs ``pip install -r benchmarks/requirements-flower.txt``; without it that row says it
-was skipped).
+was skipped; add ``--out FILE.json`` to keep every repetition, the header and the targets as data).
 
 Set ``FEDLIB_DATA`` to the data root; the thread count comes from ``FEDLIB_NUM_THREADS`` (default 2). Every row
 checks that the compared implementations give the same result (to a float32 bound) before it prints a time, and
@@ -9,9 +9,12 @@ every time is the median of 5 interleaved repetitions after a warm-up, with min 
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import platform
 import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -32,15 +35,19 @@ def main(argv: list[str]) -> int:
         from benchmarks import flower_round
 
         rows.insert(1, flower_round)
+    out = Path(argv[argv.index("--out") + 1]) if "--out" in argv else None
     set_threads()
-    print(f"machine: {platform.machine()}, {platform.processor() or 'cpu'}; torch {torch.__version__}"
-          + (f"; {torch.cuda.get_device_name()}" if torch.cuda.is_available() else "")
-          + f"; {time.strftime('%Y-%m-%d %H:%M')}")
-    print(f"threads: {thread_report()}")
+    header = {"machine": f"{platform.machine()}, {platform.processor() or 'cpu'}; torch {torch.__version__}"
+              + (f"; {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""),
+              "date": time.strftime("%Y-%m-%d %H:%M"), "threads": thread_report()}
+    print(f"machine: {header['machine']}; {header['date']}")
+    print(f"threads: {header['threads']}")
+    done: list[dict] = []
     print(f"{'benchmark':60s} {'s/step median [min-max]':>28s} {'speed-up [min-max]':>22s}  "
           f"{'% of GEMM peak':26s} target (step: round / iteration)")
     for module in rows:
         for row in module.run():
+            done.append({k: (dataclasses.asdict(v) if isinstance(v, Timing) else v) for k, v in row.items()})
             if row.get("skipped"):
                 print(row["row"])
             elif "gflops" in row:
@@ -51,6 +58,9 @@ def main(argv: list[str]) -> int:
                       f"{row.get('target', '')}")
                 if "check" in row:
                     print(f"{'':60s}   {row['check']}")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({**header, "rows": done}, indent=1) + "\n")
     return 0
 
 

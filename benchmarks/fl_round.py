@@ -18,8 +18,7 @@ import itertools
 import torch
 
 from benchmarks.seed_style import seed_style_fedavg
-from benchmarks.timing import (busy_neighbour, check_close, float32_rtol, gemm_peak_gflops, interleaved, speedup,
-                               target)
+from benchmarks.timing import busy_neighbour, check_close, float32_rtol, gemm_peak_gflops, interleaved, speedup, target
 from fedlib.experiments.common import fresh_model, make_federation
 from fedlib.fl import FLConfig, LocalSGD, get_flat, run_federated
 
