@@ -6,19 +6,21 @@ Batching alone does not pay on CPU: a plain ``vmap`` of the double-backward obje
 for CNN6, 1.06x for a 768-64-10 MLP); the speed-up comes from never forming the per-attack weight gradients
 (measured: 3.0-3.8x on 2 cores).
 
-Before any time is printed, the image gradients ∇_x J of both at the start must agree to 1e-5 (relative). The
-signed steps then amplify rounding (a gradient entry near zero can change sign), so after the timed runs the two
-are compared by the PSNR of their reconstructions, which must agree to 0.5 dB on average.
+Before any time is printed, the image gradients ∇_x J of both at the start must agree to the float32 bound of
+:mod:`benchmarks.timing` (longest reduction: the 3,072 inputs; chained: 4 layers × 4 passes — forward, backward,
+and the two of the double backward). The signed steps then amplify rounding (a gradient entry near zero can change
+sign), so after the timed runs the two are also compared by what a user sees, the PSNR of their reconstructions
+(mean over the 32 images), which must agree to 0.5 dB: a user-level tolerance, well under the ~6 dB steps between
+noise levels that the privacy-evaluation chapter reads.
 """
 
 from __future__ import annotations
-
-import time
 
 import torch
 from torch.func import grad, vmap
 
 from benchmarks.inversefed_style import inversefed_style_attack, inversefed_style_objective
+from benchmarks.timing import check_close, float32_rtol, interleaved, speedup, target
 from fedlib.attacks import AttackConfig, mlp_attack_objective, mlp_layer_names, model_gradient, psnr, reconstruct
 from fedlib.data import load_dataset
 from fedlib.models import build_model
@@ -44,26 +46,29 @@ def run() -> list[dict]:
         mlp_layer_names(model), rounds, x0, labels, targets, cfg)
     ref_grad = torch.stack([_reference_gradient(model, params, x0[i], labels[i], {n: t[i] for n, t in targets.items()},
                                                 cfg) for i in range(ATTACKS)])
-    rel = float((ours_grad - ref_grad).norm() / ref_grad.norm())
-    if rel > 1e-5:
-        raise AssertionError(f"batched and one-at-a-time image gradients disagree (relative {rel:.2e})")
+    rtol = float32_rtol(truth[0, 0].numel(), chained=16)
+    rel = check_close("batched and one-at-a-time image gradients", ours_grad, ref_grad, rtol)
 
-    began = time.perf_counter()
-    batched, _ = reconstruct(model, rounds, labels, targets, x0, cfg=cfg, box=(0.0, 1.0))
-    t_ours = time.perf_counter() - began
-    began = time.perf_counter()
-    ref = torch.stack([inversefed_style_attack(model, params, labels[i], {n: t[i] for n, t in targets.items()},
-                                               x0[i], cfg, 0.0, 1.0) for i in range(ATTACKS)])
-    t_ref = time.perf_counter() - began
-    p_ours = float(psnr(batched.flatten(0, 1), truth.flatten(0, 1)).mean())
-    p_ref = float(psnr(ref.flatten(0, 1), truth.flatten(0, 1)).mean())
+    out: dict[str, torch.Tensor] = {}
+
+    def ours() -> None:
+        out["ours"], _ = reconstruct(model, rounds, labels, targets, x0, cfg=cfg, box=(0.0, 1.0))
+
+    def one_at_a_time() -> None:
+        out["ref"] = torch.stack([inversefed_style_attack(model, params, labels[i], {n: t[i] for n, t in targets.items()},
+                                                          x0[i], cfg, 0.0, 1.0) for i in range(ATTACKS)])
+
+    times = interleaved({"ref": one_at_a_time, "ours": ours}, per=ATTACKS * ITERATIONS)
+    p_ours = float(psnr(out["ours"].flatten(0, 1), truth.flatten(0, 1)).mean())
+    p_ref = float(psnr(out["ref"].flatten(0, 1), truth.flatten(0, 1)).mean())
     if abs(p_ours - p_ref) > 0.5:
         raise AssertionError(f"batched and one-at-a-time attacks reach different PSNR ({p_ours:.2f} vs {p_ref:.2f} dB)")
-    per = ATTACKS * ITERATIONS
+    ratio = speedup(times["ref"], times["ours"])
     return [
-        {"row": f"{ATTACKS} attacks, one at a time", "s_per_round": t_ref / per, "ratio": 1.0, "psnr": p_ref},
-        {"row": f"{ATTACKS} attacks, fedlib batched", "s_per_round": t_ours / per, "ratio": t_ref / t_ours,
-         "psnr": p_ours, "gradient_rel_diff": rel},
+        {"row": f"{ATTACKS} attacks, one at a time", "time": times["ref"]},
+        {"row": f"{ATTACKS} attacks, fedlib batched", "time": times["ours"], "ratio": ratio,
+         "target": target("x one at a time", ratio.median, 5),
+         "check": f"image gradients agree to {rel:.1e} (bound {rtol:.1e}); PSNR {p_ours:.2f} vs {p_ref:.2f} dB"},
     ]
 
 

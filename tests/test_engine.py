@@ -225,3 +225,54 @@ def test_as_dict_names_the_flat_vector_in_parameter_order():
     assert all(torch.equal(named[n], p.detach()) for n, p in model.named_parameters())
     with pytest.raises(ValueError, match="entries"):
         as_dict(model, torch.zeros(3))
+
+
+def test_batched_clients_train_as_one_at_a_time(small_fed):
+    """client_batch > 1 is the same local SGD (E epochs with a smaller last batch, momentum with dampening) summed
+    in another order: equal to float32 rounding, for clients of different sizes (grouped by size)."""
+    train, _, test = small_fed
+    sizes = [40, 40, 30, 30, 50, 50, 40, 40, 60, 60, 20, 20]
+    clients = list(torch.arange(480).split(sizes))
+    config = cfg(clients_per_round=8, local=LocalSGD(2, 16, momentum=0.9, dampening=0.9))
+    one = run_federated(mlp(), train, clients, test, config)
+    for k in (2, 3):
+        batched = run_federated(mlp(), train, clients, test, config, client_batch=k)
+        assert torch.allclose(batched.params, one.params, atol=1e-6)
+        assert not torch.equal(batched.params, run_federated(mlp(), train, clients, test, cfg(seed=1),
+                                                             client_batch=k).params)
+        for a, b in zip(batched.metrics, one.metrics):
+            assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-5)
+            assert a["accuracy"] == pytest.approx(b["accuracy"], abs=0.01)
+
+
+def test_batched_numbers_do_not_depend_on_the_number_of_workers(small_fed):
+    train, clients, test = small_fed
+    outs = [run_federated(mlp(), train, clients, test, cfg(), stateful_algorithm(), workers=w, client_batch=3)
+            for w in (1, 2, 3)]
+    assert all(torch.equal(outs[0].params, o.params) for o in outs[1:])
+
+
+def test_batched_clients_refuse_what_they_cannot_train(small_fed):
+    from fedlib.models import build_model
+
+    train, clients, test = small_fed
+    with pytest.raises(ValueError, match="client_batch"):
+        run_federated(mlp(), train, clients, test, cfg(), client_batch=0)
+    with pytest.raises(ValueError, match="MLP"):
+        run_federated(build_model("cnn_mnist", generator=make_generator(0)), train, clients, test, cfg(),
+                      client_batch=2)
+    prox = Algorithm(penalty=lambda p, a, n: sum((x - y).pow(2).sum() for x, y in zip(p, a)))
+    with pytest.raises(ValueError, match="penalty"):
+        run_federated(mlp(), train, clients, test, cfg(), prox, client_batch=2)
+
+
+def test_divergence_check_sees_every_non_finite_entry():
+    from fedlib.fl.engine import _all_finite
+
+    x = torch.randn(5, 1000)
+    assert _all_finite(x)
+    for pos in (0, 2345, 4999):
+        for bad in (float("nan"), float("inf"), -float("inf")):
+            y = x.clone()
+            y.view(-1)[pos] = bad
+            assert not _all_finite(y)

@@ -106,7 +106,7 @@ def mlp_clipped_gradient_sum(linears: list[nn.Linear], x: Tensor, y: Tensor, cli
 
 @torch.no_grad()
 def batched_mlp_grads(weights: list[Tensor], biases: list[Tensor], x: Tensor, y: Tensor,
-                      sample_weights: Tensor | None = None) -> list[Tensor]:
+                      sample_weights: Tensor | None = None) -> tuple[list[Tensor], Tensor]:
     """:func:`mlp_cross_entropy_grads` for m MLPs at once, each on its own batch (eqs. 2.1-2.10 with a leading
     client dimension: one batched matrix product per layer instead of m small ones).
 
@@ -117,7 +117,8 @@ def batched_mlp_grads(weights: list[Tensor], biases: list[Tensor], x: Tensor, y:
             client's b_i real samples, 0 on padding); None: the mean over B.
 
     Returns:
-        The gradients of each MLP's (weighted) mean cross-entropy, (w_1, b_1, w_2, ...) with a leading m dimension.
+        The gradients of each MLP's (weighted) mean cross-entropy, (w_1, b_1, w_2, ...) with a leading m dimension,
+        and each MLP's (weighted) mean cross-entropy (m,).
     """
     m, b = y.shape
     inputs, pre = [x.reshape(m, b, -1)], []
@@ -126,6 +127,8 @@ def batched_mlp_grads(weights: list[Tensor], biases: list[Tensor], x: Tensor, y:
         pre.append(z)
         if k < len(weights) - 1:
             inputs.append(torch.relu(z))
+    per_sample = torch.logsumexp(pre[-1], dim=-1) - pre[-1].gather(-1, y.unsqueeze(-1)).squeeze(-1)  # (2.5)
+    losses = per_sample.mean(1) if sample_weights is None else (per_sample * sample_weights.to(per_sample.dtype)).sum(1)
     dz = torch.softmax(pre[-1], dim=-1)
     dz.scatter_add_(-1, y.unsqueeze(-1), torch.full((m, b, 1), -1.0, dtype=dz.dtype, device=dz.device))  # a_K − Y (2.6)
     if sample_weights is None:
@@ -137,4 +140,4 @@ def batched_mlp_grads(weights: list[Tensor], biases: list[Tensor], x: Tensor, y:
         grads = [torch.bmm(dz.transpose(1, 2), inputs[k]), dz.sum(1)] + grads  # (2.8), (2.9)
         if k > 0:
             dz = torch.bmm(dz, weights[k]).mul_(pre[k - 1] > 0)  # (2.10), (2.7)
-    return grads
+    return grads, losses

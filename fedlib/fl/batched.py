@@ -13,6 +13,10 @@ A network with dropout gets a fresh mask per client and local step (``vmap`` wit
 drawn from the global generator seeded, inside ``torch.random.fork_rng``, by one number from each client's
 generator: the same seed gives the same masks, but a client's masks depend on who else was sampled in the round.
 Evaluation (:meth:`BatchedClients.accuracy`, :meth:`BatchedClients.losses`) runs with dropout off.
+
+:class:`BatchedLocalTrainer` is the engine's counterpart of :class:`~fedlib.fl.client.LocalTrainer` for a few MLP
+clients at a time (``run_federated(..., client_batch=k)``): the same local SGD on per-layer parameter stacks, updated
+in place, with each client's batches gathered once per epoch.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from torch.func import functional_call, grad, vmap
 
 from fedlib.data.datasets import Split
 from fedlib.fl.backprop import batched_mlp_grads, mlp_linears
+from fedlib.fl.client import LocalSGD
 from fedlib.rng import derive_seed
 
 #: the label of padding entries in :func:`stack_padded`'s ``y``
@@ -101,7 +106,8 @@ class BatchedClients:
         if not self.mlp:
             return self._flatten(self._grads(params, x, y) if w is None else self._weighted_grads(params, x, y, w))
         tensors = [params[n] for n in self.names]
-        return self._flatten(dict(zip(self.names, batched_mlp_grads(tensors[0::2], tensors[1::2], x, y, w))))
+        grads, _ = batched_mlp_grads(tensors[0::2], tensors[1::2], x, y, w)
+        return self._flatten(dict(zip(self.names, grads)))
 
     def train(self, start: Tensor, x: Tensor, y: Tensor, *, steps: int | Sequence[int] | None = None,
               epochs: int | None = None, batch_size: int, lr: float, momentum: float = 0.0, adam: bool = False,
@@ -269,3 +275,59 @@ class BatchedClients:
         with self._evaluating():
             logits = functional_call(self.model, {k: v[0] for k, v in self._unflatten(flat).items()}, (x,))
         return F.cross_entropy(logits, y, reduction="none")
+
+
+class BatchedLocalTrainer:
+    """:class:`~fedlib.fl.client.LocalTrainer`'s local SGD (E epochs of batches of B, optional momentum with
+    dampening) for m MLP clients holding the same number of samples, one batched matrix product per layer and step
+    for all of them (:func:`~fedlib.fl.backprop.batched_mlp_grads`).
+
+    Each client shuffles with its own generator exactly as ``LocalTrainer`` does, so a client's local model equals
+    ``LocalTrainer``'s up to float32 rounding (the batched products and softmax sum in another order), whoever else
+    is in the batch.
+
+    Args:
+        model: a ``Sequential`` MLP (:func:`~fedlib.fl.backprop.mlp_linears`); only its architecture is used.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        params = list(model.parameters())
+        if mlp_linears(model) is None or not all(p.requires_grad for p in params):
+            raise ValueError("batched clients (client_batch > 1) need an MLP of Linear and ReLU layers with biases, "
+                             f"every parameter trainable; got {type(model).__name__}")
+        self.shapes = [p.shape for p in params]
+        self.sizes = [p.numel() for p in params]
+
+    def train(self, start: Tensor, x: Tensor, y: Tensor, indices: Sequence[Tensor], *, lr: float, opt: LocalSGD,
+              generators: Sequence[torch.Generator]) -> list[tuple[Tensor, float]]:
+        """Local SGD of client i from flat ``start`` on ``x[indices[i]], y[indices[i]]`` with ``generators[i]``.
+
+        Returns:
+            Per client, the update ∇W_i = W^t − W_i (flat) and the mean training loss of its last epoch.
+        """
+        m, n = len(indices), len(indices[0])
+        if any(len(ix) != n for ix in indices) or len(generators) != m:
+            raise ValueError(f"need {m} clients of equal size and one generator each; got sizes "
+                             f"{sorted({len(ix) for ix in indices})} and {len(generators)} generators")
+        layers = [part.reshape(1, *shape).repeat(m, *(1,) * len(shape))
+                  for part, shape in zip(torch.split(start, self.sizes), self.shapes)]
+        bufs = [torch.zeros_like(p) for p in layers] if opt.momentum > 0 else None
+        steps = math.ceil(n / opt.batch_size)
+        last = torch.zeros(m, device=start.device)
+        for _ in range(opt.epochs):
+            order = torch.stack([ix[torch.randperm(n, generator=g)] for ix, g in zip(indices, generators)])
+            flat = order.reshape(-1).to(x.device)
+            xs, ys = x.index_select(0, flat).reshape(m, n, -1), y.index_select(0, flat).reshape(m, n)  # one gather
+            total = torch.zeros(m, device=start.device)
+            for s in range(steps):
+                batch = slice(s * opt.batch_size, (s + 1) * opt.batch_size)
+                grads, losses = batched_mlp_grads(layers[0::2], layers[1::2], xs[:, batch], ys[:, batch])
+                if bufs is not None:
+                    torch._foreach_mul_(bufs, opt.momentum)
+                    torch._foreach_add_(bufs, grads, alpha=1.0 - opt.dampening)
+                    grads = bufs
+                torch._foreach_add_(layers, grads, alpha=-lr)
+                total += losses
+            last = total / steps
+        updates = start - torch.cat([p.reshape(m, -1) for p in layers], dim=1)
+        return [(updates[i], float(last[i])) for i in range(m)]

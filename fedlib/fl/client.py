@@ -99,8 +99,8 @@ class LocalTrainer:
         steps = math.ceil(n / opt.batch_size)
         last_loss = 0.0
         for _ in range(opt.epochs):
-            order = indices[torch.randperm(n, generator=generator)]
-            xs, ys = x[order], y[order]  # one gather per epoch; batches are contiguous slices
+            order = indices[torch.randperm(n, generator=generator)].to(x.device)
+            xs, ys = x.index_select(0, order), y.index_select(0, order)  # one gather per epoch; contiguous batches
             total = torch.zeros((), device=x.device)
             for s in range(steps):
                 batch = slice(s * opt.batch_size, (s + 1) * opt.batch_size)

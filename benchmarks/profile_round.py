@@ -1,0 +1,89 @@
+"""Where the FL round of :mod:`benchmarks.fl_round` spends its time: ``python -m benchmarks.profile_round``.
+
+One worker on one thread, under the torch profiler: each op's own time, grouped (matrix products; element-wise
+work of the forward and backward passes; the optimiser's parameter updates; data gathers; parameter copies between
+the flat vector and the model, and the divergence check), and Python = wall time − time inside ops. Then the same
+round, unprofiled, on 1 and 2 workers: what the second worker adds beyond halving the time is lost to hand-offs
+between the threads (the GIL, taken and released around every op) and to the shared caches and memory bus.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from benchmarks.fl_round import BATCH, CLIENT_BATCH, CLIENTS, EPOCHS, LR, PER_ROUND, executed_gflop
+from benchmarks.timing import gemm_peak_gflops, interleaved, thread_report
+from fedlib.experiments.common import fresh_model, make_federation, set_threads
+from fedlib.fl import FLConfig, LocalSGD, run_federated
+
+GROUPS = {
+    "matrix products": ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"),
+    "optimiser updates": ("aten::_foreach_add_", "aten::_foreach_mul_"),
+    "data gathers (batch order)": ("aten::index_select", "aten::randperm", "aten::stack"),
+    "parameter copies, divergence check": ("aten::copy_", "aten::cat", "aten::sub", "aten::clone", "aten::aminmax",
+                                           "aten::repeat"),
+}
+OTHERS = "element-wise (activations, softmax, masks, sums)"
+
+
+def breakdown(client_batch: int) -> tuple[float, dict[str, float]]:
+    """Profiled wall time of one round (1 worker, 1 thread) and seconds per group of ops."""
+    fed = make_federation("mnist", "iid", CLIENTS, seed=0)
+    config = FLConfig(rounds=1, clients_per_round=PER_ROUND, local=LocalSGD(EPOCHS, BATCH), lr=LR, seed=0)
+
+    def round_() -> None:
+        run_federated(fresh_model("mlp", 0), fed.train, fed.clients, None, config, workers=1,
+                      client_batch=client_batch)
+
+    round_()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        began = time.perf_counter()
+        round_()
+        wall = time.perf_counter() - began
+    seconds: Counter[str] = Counter()
+    for event in prof.key_averages():
+        group = next((g for g, ops in GROUPS.items() if event.key in ops), OTHERS)
+        seconds[group] += event.self_cpu_time_total / 1e6
+        if group == "optimiser updates":  # the foreach ops run their element-wise children one tensor at a time
+            children = (event.cpu_time_total - event.self_cpu_time_total) / 1e6
+            seconds[group] += children
+            seconds[OTHERS] -= children
+    seconds["Python (wall - ops)"] = wall - sum(seconds.values())
+    return wall, dict(seconds)
+
+
+def main() -> None:
+    threads = set_threads()
+    print(thread_report())
+    torch.set_num_threads(1)
+    fed = make_federation("mnist", "iid", CLIENTS, seed=0)
+    work = executed_gflop(PER_ROUND * len(fed.clients[0]) * EPOCHS)
+    peak1 = gemm_peak_gflops()
+    print(f"1-thread GEMM peak {peak1:.0f} GFLOP/s; the round executes {work:.1f} GFLOP = {work / peak1:.3f} s at "
+          "that rate")
+    for k in (1, CLIENT_BATCH):
+        wall, parts = breakdown(k)
+        print(f"\nclient_batch={k}, 1 worker, 1 thread, profiled: {wall:.3f} s")
+        for group, s in sorted(parts.items(), key=lambda item: -item[1]):
+            print(f"  {group:45s} {s:7.3f} s  {100 * s / wall:4.0f}%")
+    torch.set_num_threads(threads)
+    config = FLConfig(rounds=1, clients_per_round=PER_ROUND, local=LocalSGD(EPOCHS, BATCH), lr=LR, seed=0)
+    fns = {(w, k): (lambda w=w, k=k: run_federated(fresh_model("mlp", 0), fed.train, fed.clients, None, config,
+                                                   workers=w, client_batch=k))
+           for w in (1, threads) for k in (1, CLIENT_BATCH)}
+    times = interleaved(fns)
+    print(f"\nunprofiled, median [min-max] of 5 interleaved rounds ({threads} torch threads in the main process):")
+    for (w, k), t in times.items():
+        print(f"  {w} worker(s), client_batch={k}: {t.median:.3f} s [{t.min:.3f}-{t.max:.3f}]")
+    for k in (1, CLIENT_BATCH):
+        one, many = times[(1, k)].median, times[(threads, k)].median
+        print(f"  client_batch={k}: {threads} workers reach {one / many:.2f}x of 1 worker; "
+              f"{1 - one / threads / many:.0%} of their time is lost beyond perfect scaling")
+
+
+if __name__ == "__main__":
+    main()
