@@ -124,18 +124,6 @@ class Results:
         """Evaluate the chapter's ledger on the measured values (every claim and setting gets an entry)."""
         self.claims = clean(evaluate(ledger, self.measured, self.mode))
 
-    def add_claim(self, claim_id: str, text: str, holds: bool, evidence: str, *, expected: bool = True) -> None:
-        """Record whether one of the paper's qualitative claims holds on our numbers.
-
-        ``expected=False`` marks a claim that the chapter documents as not reproduced.
-        """
-        self.claims.append({"id": claim_id, "text": text, "holds": bool(holds), "expected": bool(expected),
-                            "evidence": evidence})
-
-    def surprises(self) -> list[dict[str, Any]]:
-        """Claims whose verdict differs from the expected one (a failed claim, or an unexpected reproduction)."""
-        return [c for c in self.claims if c["holds"] != c.get("expected", True)]
-
     def add_series(self, name: str, x: list[float], y: list[float], label: str | None = None) -> None:
         """Add a curve (e.g. accuracy over rounds)."""
         self.series[name] = {"x": clean(list(x)), "y": clean(list(y)), "label": label or name}
@@ -152,9 +140,9 @@ class Results:
     def claim(self, key: str) -> dict[str, Any]:
         """The entry of claim ``key`` (``id`` or ``id/setting``)."""
         for c in self.claims:
-            if c.get("key", c["id"]) == key:
+            if c["key"] == key:
                 return c
-        raise KeyError(f"no claim {key!r}; claims are {[c.get('key', c['id']) for c in self.claims]}")
+        raise KeyError(f"no claim {key!r}; claims are {[c['key'] for c in self.claims]}")
 
     def path(self, root: str | Path | None = None) -> Path:
         return Path(root or results_dir()) / self.mode / f"{self.chapter}.json"
@@ -234,21 +222,6 @@ def table_markdown(results: Results, table_id: str) -> str:
     return "\n".join(lines)
 
 
-def verdict(claim: dict[str, Any]) -> str:
-    """'holds', 'does not hold', 'not reproduced (documented)' or 'holds, unexpectedly'."""
-    if claim.get("expected", True):
-        return "holds" if claim["holds"] else "does not hold"
-    return "holds, unexpectedly" if claim["holds"] else "not reproduced (documented)"
-
-
-def claims_markdown(results: Results) -> str:
-    """The claims as a Markdown table with their verdicts."""
-    lines = ["| claim | verdict | evidence |", "|---|---|---|"]
-    for c in results.claims:
-        lines.append(f"| {c['text']} | {verdict(c)} | {c['evidence']} |")
-    return "\n".join(lines)
-
-
 def _html_table(caption: str, columns: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r) + "</tr>" for r in rows)
@@ -267,9 +240,3 @@ def table_html(results: Results, table_id: str) -> str:
     table = results.tables[table_id]
     return rows_html(f"{table_id}: {table['title']}", table["rows"])
 
-
-def claims_html(results: Results) -> str:
-    """The claims with their verdicts as an HTML table."""
-    return _html_table("The paper's claims checked on this run", ["claim", "verdict", "evidence"],
-                       [[c["text"], verdict(c), c["evidence"]]
-                        for c in results.claims])
