@@ -245,6 +245,16 @@ LEDGER = [
           "samples: FLZ(unlearn) − the negative control (retrained without it), complete heterogeneity", "≈",
           settings=_DATASETS, note="the detail gives FLZ before unlearning and FLAvg (trained with agent 4): a "
           "model that never carried agent 4's classes passes too"),
+    Claim("membership_attack_separates_controls", "ours: a calibrated membership attack (offline LiRA) tells agent "
+          "4's samples apart in a model trained with it", "(the verification's own check)", "calibrated membership "
+          "AUC of agent 4's training samples: positive control (FLAvg, trained with it) − negative control "
+          "(retrained without it, another seed)", ">", unit="auc", settings=_SAMPLE_LEVEL,
+          note="forgets_like_retraining can credit forgetting only where this is reproduced"),
+    Claim("backdoor_separates_controls", "ours: the backdoor agent 4 planted tells a model trained with it from one "
+          "retrained without it", "(the verification's own check)", "backdoor success rate on triggered test "
+          "images: positive control − negative control", ">", unit="probability",
+          settings=("uneven/mnist", "uneven/fashion_mnist"),
+          note="forgets_backdoor can credit forgetting only where this is reproduced"),
     # Tables 4.5 and 4.6: the temperatures (MNIST, slight heterogeneity)
     Claim("grid_unlearn_above_flz", "FLZ(unlearn) generally performs better than FLZ (Tables 4.5 and 4.6: higher "
           "in all 9 cells)", "Tables 4.5, 4.6, §4.7", "mean over the 9 (t1, t2) cells of acc(FLZ(unlearn)) − "
@@ -924,9 +934,12 @@ def _measure_forgetting(measure: Callable, frameworks: dict, verified: dict, fmt
         if key in claim_settings("forgets_like_retraining"):
             auc = values("auc")
             measure("forgets_like_retraining", diff(auc["FLZ(unlearn)"], auc["forgot"]), text("auc"), key)
+            measure("membership_attack_separates_controls", diff(auc["remembers"], auc["forgot"]), text("auc"), key)
         if key in claim_settings("forgets_backdoor"):
             asr = values("backdoor_success")
             measure("forgets_backdoor", diff(asr["FLZ(unlearn)"], asr["forgot"]), text("backdoor_success"), key)
+            measure("backdoor_separates_controls", diff(asr["remembers"], asr["forgot"]), text("backdoor_success"),
+                    key)
         if key in claim_settings("unlearning_forgets"):
             rise = _mean([_selective_rise(_get(r["FLZ"], "final"), _get(r["FLZ"], "unlearned")) for r in reps])
             scale = _mean([_selective_rise(_get(r["FLAvg"], "final"), _get(r["SCRATCH"], "final")) for r in reps])
