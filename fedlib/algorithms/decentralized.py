@@ -233,8 +233,8 @@ def run_decentralized(model: nn.Module, train: Split, clients: Sequence[Tensor],
     began = time.perf_counter()
     rounds = range(state["round"], cfg.rounds)
     if progress:
-        from tqdm.auto import tqdm
-        rounds = tqdm(rounds, initial=state["round"], total=cfg.rounds, desc=cfg.protocol, leave=False)
+        from fedlib.progress import progress_bar
+        rounds = progress_bar(rounds, initial=state["round"], total=cfg.rounds, desc=cfg.protocol, leave=False)
     for t in rounds:
         eligible = torch.nonzero(state["counts"] < max_rounds).flatten().tolist()
         if len(eligible) < cfg.training_clients:

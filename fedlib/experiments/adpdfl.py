@@ -323,8 +323,8 @@ def run(config: ADPDFLConfig = QUICK, *, mode: str = "quick", seed: int = 0, pro
             units.block(f"{ds}/*", str(err))
     todo = [s for s in specs if (s.dataset, s.partition) in feds]
     if progress:
-        from tqdm.auto import tqdm
-        todo = tqdm(todo, desc="runs")
+        from fedlib.progress import progress_bar
+        todo = progress_bar(todo, desc="runs")
     runs: dict[Spec, RunSummary | None] = {}
     for spec in todo:
         fed = feds[(spec.dataset, spec.partition)]

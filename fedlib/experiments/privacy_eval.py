@@ -771,9 +771,9 @@ def kaiming_init(model: torch.nn.Module, generator: torch.Generator, negative_sl
 def _progress(items: Iterable, progress: bool):
     if not progress:
         return items
-    from tqdm.auto import tqdm
+    from fedlib.progress import progress_bar
 
-    return tqdm(list(items), desc="units", leave=False)
+    return progress_bar(list(items), desc="units", leave=False)
 
 
 def _concordance(xs: list[float], ys: list[float]) -> float | None:

@@ -365,8 +365,8 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
             federaser[0].rounds[:] = state["store"]
     bar = range(first, rounds)
     if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(bar, desc=method, leave=False)
+        from fedlib.progress import progress_bar
+        bar = progress_bar(bar, desc=method, leave=False)
     w0 = init.clone()
     saved = time.perf_counter()
     for r in bar:

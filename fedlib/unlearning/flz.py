@@ -344,6 +344,6 @@ def flz(fed: Federation, init: Tensor, rounds: int, work: LocalAdam, cfg: Contri
 def _rounds(rounds: int, progress: bool, desc: str):
     if not progress:
         return range(rounds)
-    from tqdm.auto import tqdm
+    from fedlib.progress import progress_bar
 
-    return tqdm(range(rounds), desc=desc, leave=False)
+    return progress_bar(range(rounds), desc=desc, leave=False)

@@ -174,8 +174,8 @@ def run_stage(fed: Federation, cfg: StageConfig, start: Tensor, members: Sequenc
     stage = Stage(index, members, start.clone(), theta, 0, psi, snapshots, accuracy)
     bar = None
     if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=cfg.max_rounds, desc=f"{stream} {index}", leave=False)
+        from fedlib.progress import progress_bar
+        bar = progress_bar(total=cfg.max_rounds, desc=f"{stream} {index}", leave=False)
     x_members, y_members = fed.x[list(members)], fed.y[list(members)]  # gathered once: evaluated every round
     n = 0
     while True:
