@@ -225,8 +225,11 @@ def table_markdown(results: Results, table_id: str) -> str:
 def _html_table(caption: str, columns: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r) + "</tr>" for r in rows)
-    return (f'<table class="table"><caption>{html.escape(caption)}</caption><thead><tr>{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table>")
+    # the box scrolls a table wider than the text column (inline style: the same in JupyterLab and Colab);
+    # the book's fedlib.css/fedlib.js add a visible cue when it does
+    return (f'<div class="fedlib-table" style="overflow-x: auto; max-width: 100%;"><table class="table">'
+            f"<caption>{html.escape(caption)}</caption><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table></div>")
 
 
 def rows_html(caption: str, rows: list[dict[str, Any]]) -> str:
