@@ -1,4 +1,4 @@
-"""Chapter "DPFL" (thesis 001 §3.2): LDP-FL and LCDP-FL with top-k sparsification and Global-MGD.
+"""Chapter "DPFL" (Weng's thesis §3.2): LDP-FL and LCDP-FL with top-k sparsification and Global-MGD.
 
 Reproduces Table 3.1 and Figs. 3.2-3.5: vanilla-FL, plain LDP-FL, each of the two techniques alone and both
 together (the proposed LDP-FL), LCDP-FL at three top-rates, CDP-FL (Geyer et al.) re-run in the same setup, DP-SGD
@@ -84,7 +84,7 @@ SETTING_1000 = Setting(1000, 220, 10, 2.0, 1.43, 1e-5, 0.1, 0.97, 63, 0.943, 0.9
 
 @dataclass(frozen=True)
 class DPFLConfig:
-    """Everything the chapter runs. FULL is the thesis's configuration (spec card §4.1, §7 item 16 for the
+    """Everything the chapter runs. FULL is the thesis's configuration (our choice for the
     unstated batch size and local momentum); QUICK keeps the 100-client federation on real MNIST and shortens local
     training and the number of rounds so that the chapter runs in about 3 minutes on 2 cores.
     """

@@ -1,11 +1,11 @@
-"""Chapter "Privacy evaluation" (thesis 001 ch. 4): reconstruction attacks against a UDP client's noisy gradients.
+"""Chapter "Privacy evaluation" (Weng's thesis ch. 4): reconstruction attacks against a UDP client's noisy gradients.
 
-Single-end (SE) setting of §4.4 (spec card A4.2): one client with n CIFAR-100 images, one per class, shares the
+Single-end (SE) setting of §4.4: one client with n CIFAR-100 images, one per class, shares the
 clipped, noised mean gradient of its images every round (eqs. 4.1-4.2) and trains one Adam epoch; an attacker with
 the model, the weights and the labels inverts the shared gradients with the cosine attack (eq. 2.14) or the
 Euclidean one (eq. 4.12), one round at a time or on the sum of all rounds (§4.2.5). Reproduces Tables 4.1, 4.3,
 4.4 and 4.5, Figs. 4.1-4.7 and the §4.3 analysis at the thesis's noise levels; quick mode shrinks the MLP and n and
-rescales σ so that the noise-to-signal ratio matches the thesis's (spec card §8): σ_run = σ_doc (n / 100) √(d_doc / d).
+rescales σ so that the noise-to-signal ratio matches the thesis's: σ_run = σ_doc (n / 100) √(d_doc / d).
 
 Full mode runs as units (:mod:`fedlib.units`): one attack sweep (a batch of attacks sharing objective, manner and
 round), one FL training run, or the mechanism's norms per unit. The FL attack setting (Table 4.4) needs the full
@@ -84,7 +84,7 @@ T45 = {("euclidean", 0.1, 0.01): (17.1171, 0.54, 0.1146), ("cosine", 0.1, 0.01):
 F47 = {(0.1, 1.0): 0.34, (10.0, 1.0): 0.44}
 #: §4.4.2: "when the base noise scale is one, the ε is derived to be eight" (RDP, δ = 1e-5)
 EPSILON_AT_SIGMA_ONE = 8.0
-#: the thesis's accounting as the spec card reconstructs it (A4.7): q = batch 25 / n 100, 15 steps
+#: the thesis's accounting as we reconstruct it (inputs not stated): q = batch 25 / n 100, 15 steps
 THESIS_ACCOUNTING = {"sample_rate": 0.25, "releases": 15, "num_samples": DOC_SAMPLES}
 
 
@@ -92,7 +92,7 @@ THESIS_ACCOUNTING = {"sample_rate": 0.25, "releases": 15, "num_samples": DOC_SAM
 class Setting:
     """One attack: clipping bound C (a number or "median"), the thesis's σ (σ_doc), objective, manner, round and
     dummy initialisation ("uniform": U[0, 1] pixels, ours; "normal": N(0, 1) in the standardised input space of
-    the reference code, spec card A4.3)."""
+    the reference code)."""
 
     bound: float | str
     sigma: float
@@ -135,7 +135,7 @@ class FLAccuracyConfig:
 @dataclass(frozen=True)
 class PrivacyEvalConfig:
     """FULL: the thesis's configuration (100 images, MLP 3x1024, 2,500 iterations at lr 0.01, 15 rounds; curves at
-    rounds 1, 5, 10, 15). QUICK: 8 images, MLP 3x256, 300 iterations at lr 0.05, 4 rounds (spec card §8)."""
+    rounds 1, 5, 10, 15). QUICK: 8 images, MLP 3x256, 300 iterations at lr 0.05, 4 rounds."""
 
     images: int = 8
     hidden: tuple[int, ...] = (256, 256, 256)
@@ -463,7 +463,7 @@ class SingleEnd:
     @cached_property
     def evaluators(self) -> list[torch.nn.Module]:
         """Two small CIFAR-100 classifiers trained on the fixed first 1,117 training images: the stand-ins for the
-        thesis's five pretrained evaluators of P(pl), whose weights need the internet (spec card §7.12)."""
+        thesis's five pretrained evaluators of P(pl), whose weights need the internet."""
         train = load_dataset("cifar100", train=True, normalize=False, subset="quick")
         models = []
         for name, kwargs in (("mlp", dict(in_features=3072, hidden=(256,), num_classes=100)),
