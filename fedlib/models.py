@@ -1,4 +1,4 @@
-"""Registry of the seeds' networks.
+"""Registry of the sources' networks.
 
 ``build_model(name, generator=...)`` returns a freshly initialised model. Initialisation draws
 from the given generator (PyTorch's default U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and
@@ -54,8 +54,8 @@ def _conv_net(in_channels: int, side: int, num_classes: int, fc: int | None) -> 
 def cnn_mnist(num_classes: int = 10, fc: int | None = None) -> nn.Module:
     """Thesis §3.3 CNN for 1x28x28 inputs: conv5x5(32)-ReLU-pool2, conv5x5(64)-ReLU-pool2, FC + softmax.
 
-    The seed states no padding and "a fully connected layer with softmax": we use 'same' padding and a
-    single FC layer (83,466 parameters; spec card §7 item 16). ``fc=512`` inserts McMahan et al.'s hidden
+    The source states no padding and "a fully connected layer with softmax": we use 'same' padding and a
+    single FC layer (83,466 parameters). ``fc=512`` inserts McMahan et al.'s hidden
     layer of the FedAvg CNN instead.
     """
     return _conv_net(1, 28, num_classes, fc)
@@ -70,7 +70,7 @@ def cnn_cifar(num_classes: int = 10, fc: int | None = None) -> nn.Module:
 @register_model("cnn_adpdfl")
 def cnn_adpdfl(num_classes: int = 10) -> nn.Module:
     """The CIFAR-10 CNN of thesis ch. 5 (§5.4.1): conv5x5(16)-ReLU-pool2, conv5x5(32)-ReLU-pool2, FC 512-ReLU,
-    FC 10. Padding is not stated: none (flatten 32·5·5 = 800; 429,290 parameters; spec card ch5 §7.16)."""
+    FC 10. Padding is not stated: none (flatten 32·5·5 = 800; 429,290 parameters)."""
     return nn.Sequential(
         nn.Conv2d(3, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 5), nn.ReLU(), nn.MaxPool2d(2),
         nn.Flatten(), nn.Linear(800, 512), nn.ReLU(), nn.Linear(512, num_classes))
@@ -78,14 +78,14 @@ def cnn_adpdfl(num_classes: int = 10) -> nn.Module:
 
 @register_model("logreg")
 def logreg(in_features: int = 784, num_classes: int = 10) -> nn.Module:
-    """Multinomial logistic regression, Linear(784 → 10) on flattened pixels (seed 002's MNIST model)."""
+    """Multinomial logistic regression, Linear(784 → 10) on flattened pixels (the SIFU paper's MNIST model)."""
     return nn.Sequential(nn.Flatten(), nn.Linear(in_features, num_classes))
 
 
 @register_model("cnn_sifu")
 def cnn_sifu(in_channels: int = 1, side: int = 28, num_classes: int = 10) -> nn.Module:
-    """The authors' Fashion-MNIST CNN for seed 002 (spec card §4): conv3x3(32, pad 1)-ReLU-pool2,
-    conv3x3(64, pad 1)-ReLU-pool2, FC 256-ReLU-Dropout(0.1), FC 10 (the seed's text says "three conv + two FC",
+    """The authors' Fashion-MNIST CNN for the SIFU paper: conv3x3(32, pad 1)-ReLU-pool2,
+    conv3x3(64, pad 1)-ReLU-pool2, FC 256-ReLU-Dropout(0.1), FC 10 (the source's text says "three conv + two FC",
     A2). :class:`~fedlib.fl.batched.BatchedClients` draws a dropout mask per client and step."""
     flat = 64 * (side // 4) ** 2
     return nn.Sequential(nn.Conv2d(in_channels, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
@@ -95,7 +95,7 @@ def cnn_sifu(in_channels: int = 1, side: int = 28, num_classes: int = 10) -> nn.
 
 @register_model("cnn_sifu_cifar")
 def cnn_sifu_cifar(num_classes: int = 10, fc: int = 64) -> nn.Module:
-    """The authors' CIFAR CNN for seed 002 (spec card §4): conv3x3(32)-ReLU-pool2, conv3x3(64)-ReLU-pool2,
+    """The authors' CIFAR CNN for the SIFU paper: conv3x3(32)-ReLU-pool2, conv3x3(64)-ReLU-pool2,
     conv3x3(64) without activation, FC ``fc``-ReLU, FC ``num_classes``; no padding, no dropout. CIFAR-10: fc 64
     (122,570 parameters); CIFAR-100: fc 256 and 100 classes."""
     return nn.Sequential(nn.Conv2d(3, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3), nn.ReLU(),
@@ -105,7 +105,7 @@ def cnn_sifu_cifar(num_classes: int = 10, fc: int = 64) -> nn.Module:
 
 @register_model("lenet5")
 def lenet5(in_channels: int = 1, side: int = 28, num_classes: int = 10) -> nn.Module:
-    """LeNet5 as in seed 003's code (no 84-unit layer): conv5x5(6, pad 2)-ReLU-pool2, conv5x5(16)-ReLU-pool2,
+    """LeNet5 as in Varshney and Torra's code (no 84-unit layer): conv5x5(6, pad 2)-ReLU-pool2, conv5x5(16)-ReLU-pool2,
     FC 120-ReLU, FC 10; 51,902 parameters on MNIST (flatten size follows the input side)."""
     flat = 16 * ((side // 2 - 4) // 2) ** 2
     return nn.Sequential(nn.Conv2d(in_channels, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
@@ -115,7 +115,7 @@ def lenet5(in_channels: int = 1, side: int = 28, num_classes: int = 10) -> nn.Mo
 
 @register_model("convnet")
 def convnet(in_channels: int = 1, side: int = 28, num_classes: int = 10) -> nn.Module:
-    """Seed 003's "ConvNet" (its Fig. 3; authors' code): conv3x3(20)-ReLU, conv3x3(10)-ReLU, FC 32-ReLU, FC 10, no
+    """Varshney and Torra's "ConvNet" (Fig. 3; their code): conv3x3(20)-ReLU, conv3x3(10)-ReLU, FC 32-ReLU, FC 10, no
     padding or pooling; 186,692 parameters on MNIST, 253,612 on CIFAR-10."""
     return nn.Sequential(nn.Conv2d(in_channels, 20, 3), nn.ReLU(), nn.Conv2d(20, 10, 3), nn.ReLU(), nn.Flatten(),
                          nn.Linear(10 * (side - 4) ** 2, 32), nn.ReLU(), nn.Linear(32, num_classes))
@@ -140,7 +140,7 @@ class _ResidualBlock(nn.Module):
 
 @register_model("resnet_mini")
 def resnet_mini(in_channels: int = 1, side: int = 28, num_classes: int = 10) -> nn.Module:
-    """Seed 003's "ResNet-mini" (authors' code): blocks (C, 4, 8) and (8, 16, 32), then FC; 17,986 parameters on
+    """Varshney and Torra's "ResNet-mini" (their code): blocks (C, 4, 8) and (8, 16, 32), then FC; 17,986 parameters on
     MNIST. BatchNorm always uses batch statistics (no running buffers), as the code evaluates in train mode."""
     return nn.Sequential(_ResidualBlock(in_channels, 4, 8), _ResidualBlock(8, 16, 32), nn.Flatten(),
                          nn.Linear(32 * ((side + 3) // 4) ** 2, num_classes))
@@ -150,7 +150,7 @@ def resnet_mini(in_channels: int = 1, side: int = 28, num_classes: int = 10) -> 
 def cnn6(in_channels: int = 3, num_classes: int = 10) -> nn.Module:
     """CNN6 of thesis Table 4.2 for 3x32x32 inputs: six convolutions, each followed by LeakyReLU(0.2), and one
     linear layer (3200 -> classes). Output channels 12-36-36-36-64-128 and bias-free convolutions as in R-GAP's
-    CNN6 (the table lists input channels only; spec card ch4 §4); 154,266 parameters for 10 classes."""
+    CNN6 (the table lists input channels only); 154,266 parameters for 10 classes."""
     layers: list[nn.Module] = []
     for c_in, c_out, kernel, stride, pad in ((in_channels, 12, 4, 2, 2), (12, 36, 3, 2, 1), (36, 36, 3, 1, 1),
                                              (36, 36, 3, 1, 1), (36, 64, 3, 2, 1), (64, 128, 3, 1, 1)):

@@ -203,11 +203,27 @@ def load_results(chapter: str, mode: str = "quick", root: str | Path | None = No
     return results
 
 
+def format_number(value: float) -> str:
+    """A float as a table shows it: three significant digits (0.848, 12.7, 5.98e-05), whole numbers from 1,000 on
+    (1,362; 199,210), an exponent below 0.001 and from 10⁷ on. Presentation only: results files keep every digit."""
+    if not math.isfinite(value) or value == 0:
+        return f"{value:g}"
+    size = abs(value)
+    if 1e3 <= size < 1e7:
+        return f"{value:,.0f}"
+    text = f"{value:.3g}"
+    if "e" in text and 1e-3 <= size < 1e3:  # 999.7 -> "1e+03", 0.00099996 -> "0.001"
+        return f"{value:,.0f}" if size >= 1 else f"{value:.3f}"
+    return text
+
+
 def _fmt(value: Any) -> str:
     if value is None:
         return "–"
+    if isinstance(value, bool):
+        return "✓" if value else "✗"
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return format_number(value)
     return str(value)
 
 
@@ -225,8 +241,11 @@ def table_markdown(results: Results, table_id: str) -> str:
 def _html_table(caption: str, columns: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r) + "</tr>" for r in rows)
-    return (f'<table class="table"><caption>{html.escape(caption)}</caption><thead><tr>{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table>")
+    # the box scrolls a table wider than the text column (inline style: the same in JupyterLab and Colab);
+    # the book's fedlib.css/fedlib.js add a visible cue when it does
+    return (f'<div class="fedlib-table" style="overflow-x: auto; max-width: 100%;"><table class="table">'
+            f"<caption>{html.escape(caption)}</caption><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table></div>")
 
 
 def rows_html(caption: str, rows: list[dict[str, Any]]) -> str:

@@ -71,15 +71,19 @@ def execute_all(mode: str = "quick", seed: int = 0, jobs: int = 1) -> dict[str, 
     """Execute every staged chapter, ``jobs`` at a time; returns per chapter the seconds it took or its error.
 
     With ``jobs`` > 1 each kernel gets ``FEDLIB_NUM_THREADS=1`` (kernels inherit this process's environment);
-    every kernel gets ``FEDLIB_HEADLESS=1``, so the explorers draw their static figures without live widgets.
+    every kernel gets ``FEDLIB_HEADLESS=1``, so the explorers draw their static figures without live widgets and
+    fedlib shows no progress bars (:mod:`fedlib.progress`), and ``TQDM_DISABLE=1`` for any other tqdm bar: a bar
+    saved into a page is a widget view a static page cannot draw.
     The seconds per chapter are also written to ``_build/chapter_times.json``.
     """
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs!r}")
     saved = os.environ.get("FEDLIB_NUM_THREADS")
+    saved_tqdm = os.environ.get("TQDM_DISABLE")
     if jobs > 1:
         os.environ["FEDLIB_NUM_THREADS"] = "1"
-    os.environ["FEDLIB_HEADLESS"] = "1"  # explorers keep their static figures, skip live widgets (fedlib.explorers)
+    os.environ["FEDLIB_HEADLESS"] = "1"  # static figures instead of live widgets, no progress bars (fedlib.progress)
+    os.environ["TQDM_DISABLE"] = "1"  # and no other library's tqdm bar either
     out: dict[str, float | Exception] = {}
     try:
         chapters = [nb for nb in notebooks() if nb.stem not in READERS]
@@ -97,6 +101,10 @@ def execute_all(mode: str = "quick", seed: int = 0, jobs: int = 1) -> dict[str, 
                                            else f"FAILED ({type(out[name]).__name__})"), flush=True)
     finally:
         os.environ.pop("FEDLIB_HEADLESS", None)
+        if saved_tqdm is None:
+            os.environ.pop("TQDM_DISABLE", None)
+        else:
+            os.environ["TQDM_DISABLE"] = saved_tqdm
         if saved is None:
             os.environ.pop("FEDLIB_NUM_THREADS", None)
         else:

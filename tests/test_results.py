@@ -88,3 +88,12 @@ def test_image_grid_has_one_row_per_batch():
     assert len(fig.axes) == 8 and fig.axes[4].get_ylabel() == "σ = 1"
     with pytest.raises(ValueError, match="labels"):
         image_grid(res, ["a", "b"], labels=["x"])
+
+
+def test_html_tables_show_booleans_as_marks_and_three_significant_digits():
+    from fedlib.results import format_number, rows_html
+
+    out = rows_html("T", [{"ok": True, "bad": False, "acc": 0.8475, "eps": 5.981e-05, "s": 1362.2, "n": 3}])
+    assert "<td>✓</td><td>✗</td><td>0.848</td><td>5.98e-05</td><td>1,362</td><td>3</td>" in out
+    assert [format_number(v) for v in (0.847, 999.7, 12.71, 0.0, float("nan"), 1e8)] == \
+        ["0.847", "1,000", "12.7", "0", "nan", "1e+08"]

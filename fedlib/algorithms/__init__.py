@@ -1,1 +1,1 @@
-"""The seeds' algorithms, each a composition of fedlib.fl parts (or, for sample-level DP-SGD, its own loop)."""
+"""The sources' algorithms, each a composition of fedlib.fl parts (or, for sample-level DP-SGD, its own loop)."""

@@ -1,4 +1,4 @@
-"""ADPDFL, anonymous DP-based decentralized FL (thesis 001 ch. 5): the protocol's pieces and its theorems.
+"""ADPDFL, anonymous DP-based decentralized FL (Weng's thesis ch. 5): the protocol's pieces and its theorems.
 
 Distributed clients (DCs) clip their update to C and add Gaussian noise of std σ·2C/n_i (eqs. 5.2-5.4), then
 exchange the noisy updates peer to peer, by gossip (A5.2) or through a random temporary leader (pseudo-central,
@@ -90,7 +90,7 @@ def theorem8_sigma2(*, epsilon: float, delta: float, rounds: int, m_tcs: int, nu
                     protocol: Protocol, m_e: int | None = None, amplification_m: int | None = None) -> float:
     """σ² = 7 s1 T (ε + 2 log(1/δ)) / (m² ε²), the noise scale of Theorem 8 (eq. 5.5 / A.59), as claimed.
 
-    m, the anonymity amplification factor, defaults to M = ``num_clients`` (spec card §7.1). Valid for
+    m, the anonymity amplification factor, defaults to M = ``num_clients``. Valid for
     ε < 2 log(1/δ), where the chosen Rényi order α = 1 + 2 log(1/δ)/ε is at least 2.
     """
     if not 0 < delta < 1:
@@ -122,8 +122,8 @@ def theorem8_epsilon(sigma2: float, *, alpha: float, delta: float, rounds: int, 
 
 def accountant_epsilon(sigma: float, *, sample_rate: float, rounds: int, delta: float,
                        releases_per_round: int = 1) -> float:
-    """ε of the same noise with a standard subsampled-Gaussian RDP accountant and no anonymity factor
-    (spec card §6.2): q = r_tcs, noise multiplier σ, ``rounds × releases_per_round`` steps."""
+    """ε of the same noise with a standard subsampled-Gaussian RDP accountant and no anonymity factor:
+    q = r_tcs, noise multiplier σ, ``rounds × releases_per_round`` steps."""
     rdp = compute_rdp(q=sample_rate, noise_multiplier=sigma, steps=rounds * releases_per_round, orders=DEFAULT_ORDERS)
     return rdp_to_epsilon(DEFAULT_ORDERS, rdp, delta, "improved")[0]
 
@@ -146,7 +146,7 @@ def epsilon_as_run(sigma: float, *, num_samples: int, rounds: int, delta: float)
 
 
 def gossip_graph(m_tcs: int, m_e: int, generator: torch.Generator) -> Tensor:
-    """The TPS's random regular digraph on S^t (A5.2 step 1; spec card §7.8).
+    """The TPS's random regular digraph on S^t (A5.2 step 1).
 
     A random permutation π of the m_tcs positions and m_e distinct offsets O ⊂ {1, …, m_tcs − 1}: position
     π(k) sends to π((k + o) mod m_tcs) for o ∈ O. Every DC sends to and receives from exactly m_e others.
@@ -165,7 +165,7 @@ def gossip_graph(m_tcs: int, m_e: int, generator: torch.Generator) -> Tensor:
 
 def mixing_matrix(receivers: Tensor, *, include_self: bool = True) -> Tensor:
     """The gossip mixing matrix: row i averages DC i's own update (if ``include_self``) and the m_e it
-    receives, uniform weights 1/(m_e + 1) (A5.2 step 3; spec card §7.5). Doubly stochastic for a regular graph."""
+    receives, uniform weights 1/(m_e + 1) (A5.2 step 3). Doubly stochastic for a regular graph."""
     m, m_e = receivers.shape
     mix = torch.zeros(m, m, dtype=torch.float64)
     senders = torch.arange(m)[:, None].expand(m, m_e)
@@ -221,7 +221,7 @@ def _check_smoothness(L: float, upper: float) -> None:
 
 def pseudo_central_bound(m_tcs: int, *, num_clients: int, rounds: int, L: float, zeta2: float, f_gap: float,
                          bound: float, sigma2: float, n: int) -> dict[str, float]:
-    """The terms of Theorem 9's pseudo-central bound (eq. 5.9), with m = M (spec card §7.1, §7.4):
+    """The terms of Theorem 9's pseudo-central bound (eq. 5.9), with m = M:
 
     2(F0 − F*)/(T(2 − L)) − ζ²/(2 − L) + ζ²(L − 1)(M − m_tcs)/(m_tcs(2 − L)(M − 1)) + 4LC²σ²/(n² m_tcs (2 − L)).
     """
@@ -253,7 +253,7 @@ def gossip_bound(m_tcs: int, m_e: int, *, rho2: float, rounds: int, L: float, ze
 
 def optimal_m_tcs(*, num_clients: int, rounds: int, L: float, zeta2: float, bound: float, n: int, epsilon: float,
                   delta: float) -> float:
-    """The m_tcs that minimises eq. 5.9 once σ² of Theorem 8 (∝ m_tcs²) is substituted (spec card §6.4):
+    """The m_tcs that minimises eq. 5.9 once σ² of Theorem 8 (∝ m_tcs²) is substituted:
 
     m* = sqrt(ζ²(L − 1) M n² M⁴ ε² / ((M − 1) · 28 L C² T (ε + 2 log(1/δ)))).
     """

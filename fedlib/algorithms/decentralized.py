@@ -40,8 +40,8 @@ class DecentralizedConfig:
         bound: C, the clipping bound (eq. 5.2); None: no clipping (the non-private baselines, B5.1).
         sigma: σ, the noise multiplier of std σ·2C/n_i (eq. 5.3); 0: no noise.
         noise_denominator: None: each DC's n_i, std σ·2C/n_i (eqs. 5.3-5.4); an int m: std σ·2C/m, Theorem 8's
-            wording "at least N(0, 4C²σ²/m²)" with m the anonymity factor (spec card §7.2; m = M in the chapter).
-        sync: pseudo-central DCs start each round from the latest leader model (spec card §7.6); False: the
+            wording "at least N(0, 4C²σ²/m²)" with m the anonymity factor (m = M in the chapter).
+        sync: pseudo-central DCs start each round from the latest leader model; False: the
             literal Alg. 5.1, each DC trains from the model it last received.
         include_self: a gossip DC averages its own noisy update with the m_e it receives (§7.5).
         max_rounds_per_client: a DC stops volunteering after this many rounds (A5.1; default T, never binding).
@@ -124,7 +124,7 @@ FINAL_MODELS = ("random", "average", "leader")
 
 def final_model(result: DecentralizedResult, how: Literal["random", "average", "leader"],
                 generator: torch.Generator | None = None) -> Tensor:
-    """The model the server takes when training ends (Alg. 5.1 end; spec card §7.15).
+    """The model the server takes when training ends (Alg. 5.1 end).
 
     Gossip: ``"random"``, one DC's model drawn uniformly from all M (``generator`` needed), or ``"average"``, the
     mean of the M DCs' models. Pseudo-central: ``"leader"``, the last leader's model.
@@ -233,8 +233,8 @@ def run_decentralized(model: nn.Module, train: Split, clients: Sequence[Tensor],
     began = time.perf_counter()
     rounds = range(state["round"], cfg.rounds)
     if progress:
-        from tqdm.auto import tqdm
-        rounds = tqdm(rounds, initial=state["round"], total=cfg.rounds, desc=cfg.protocol, leave=False)
+        from fedlib.progress import progress_bar
+        rounds = progress_bar(rounds, initial=state["round"], total=cfg.rounds, desc=cfg.protocol, leave=False)
     for t in rounds:
         eligible = torch.nonzero(state["counts"] < max_rounds).flatten().tolist()
         if len(eligible) < cfg.training_clients:

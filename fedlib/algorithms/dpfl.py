@@ -1,4 +1,4 @@
-"""Thesis 001 §3.2: LDP-FL and LCDP-FL with top-k sparsification and Global-MGD, and their baselines; and the
+"""Weng's thesis §3.2: LDP-FL and LCDP-FL with top-k sparsification and Global-MGD, and their baselines; and the
 privacy conventions of thesis ch. 3 (§3.2 and §3.3 alike).
 
 Each algorithm is a composition of :mod:`fedlib.fl` parts; local training (with local MGD) is set in
@@ -77,7 +77,7 @@ def lcdp_fl(ldp_noise_multiplier: float, cdp_noise_multiplier: float, *, top_rat
     budget would be exceeded.
 
     ``noise_on="sum"`` is Geyer et al.'s scaling (std σ_CDP S / m on the average; our correction);
-    ``"average"`` is the seed's literal eq. 3.3 (std σ_CDP S on the average). ``placement="before_momentum"``
+    ``"average"`` is the source's literal eq. 3.3 (std σ_CDP S on the average). ``placement="before_momentum"``
     follows eqs. 3.3, 3.6-3.7 (our default: momentum is then post-processing of the noisy average);
     ``"after_momentum"`` follows Alg. 3.1 line 14 (noise added to the new model).
     """

@@ -1,12 +1,12 @@
-"""Thesis 001 §3.3: plain DPFL and the noise-reduction objectives Fed-nore-1 and Fed-nore-2.
+"""Weng's thesis §3.3: plain DPFL and the noise-reduction objectives Fed-nore-1 and Fed-nore-2.
 
 Plain DPFL (Alg. 3.2 without Fed-nore): each client clips every layer of its update at the running median
 of its own layer norms (eq. 3.8), adds N(0, σ² (C_il / n_i)²) (eqs. 3.9-3.10), and the server averages
-with weights 1/m (eq. 3.11). Privacy: RDP with TF-Privacy's orders and the improved conversion (spec card
-§3.P, "P2"), every participating client one sampled Gaussian mechanism with q = 1/M.
+with weights 1/m (eq. 3.11). Privacy: RDP with TF-Privacy's orders and the improved conversion,
+every participating client one sampled Gaussian mechanism with q = 1/M.
 
 Fed-nore changes only the local objective, so the privacy guarantee is unchanged. As written, both
-objectives are constant shifts of the cross-entropy (spec card §7 items 1-2); the ``"literal"`` modes
+objectives are constant shifts of the cross-entropy; the ``"literal"`` modes
 implement them as written, the other modes are our interpretations and are labelled so.
 """
 
@@ -50,7 +50,7 @@ def fednore1_penalty(lam: float, noise_multiplier: float, *,
 
     The thesis's S_i is the clipping median over n_i, which does not depend on the local parameters: read
     literally the term is a constant and changes nothing. Appendix D differentiates S_i with respect to W_i;
-    this per-layer, non-squared proximal term is that reading (spec card A7) — **our interpretation**. Its
+    this per-layer, non-squared proximal term is that reading — **our interpretation**. Its
     gradient on layer l is (λ1 σ / n_i) (W_il − W^t_l) / ‖W_il − W^t_l‖ (0 at W_il = W^t_l).
     ``mode="literal"`` adds the same value with S_i treated as a number, as the thesis's S_i is: the
     gradient is zero, so training is exactly plain DPFL's.

@@ -1,10 +1,10 @@
-"""Thesis 001 ch. 4: the user-level DP (UDP) client whose shared gradients the reconstruction attacks target.
+"""Weng's thesis ch. 4: the user-level DP (UDP) client whose shared gradients the reconstruction attacks target.
 
-A4.1/A4.2 (spec card ch4): each round the client clips what it shares to C (eq. 4.1) — flat, per layer (each
+A4.1/A4.2: each round the client clips what it shares to C (eq. 4.1) — flat, per layer (each
 tensor to C; the card's reading of Table 4.1, §7.2) or at the running median of its own norms (§4.2.6) — and
 adds N(0, (σC/n)²) to every coordinate (eq. 4.2; n its number of samples). In the single-end (SE) setting the
 client shares the mean cross-entropy gradient of its n images at the round's starting weights and then trains
-one epoch with Adam (lr 0.01) on them (spec card §7.1, ``shared="gradient"``); the trajectory W^0, W^1, ... does not
+one epoch with Adam (lr 0.01) on them (``shared="gradient"``); the trajectory W^0, W^1, ... does not
 depend on the noise, so one trajectory serves every noise setting. In the FL setting every client shares its
 privatised model update W^t − W_i after local SGD and the server averages them (A4.1).
 """

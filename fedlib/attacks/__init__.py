@@ -1,4 +1,4 @@
-"""Reconstruction attacks on shared gradients and the metrics that score them (thesis 001 ch. 4)."""
+"""Reconstruction attacks on shared gradients and the metrics that score them (Weng's thesis ch. 4)."""
 
 from fedlib.attacks.inversion import (
     AttackConfig,

@@ -1,4 +1,4 @@
-"""Gradient-inversion (reconstruction) attacks of thesis 001 §2.1.3 and ch. 4, batched with :mod:`torch.func`.
+"""Gradient-inversion (reconstruction) attacks of Weng's thesis §2.1.3 and ch. 4, batched with :mod:`torch.func`.
 
 The attacker knows the model, the weights every shared gradient was computed at and the labels, and optimises
 dummy images x so that their gradient matches the shared (clipped, noised) one:

@@ -1,4 +1,4 @@
-"""How much an attack recovered (thesis 001 §4.2.3-4.2.4): PSNR, cosine similarity, Euclidean distance, SSIM,
+"""How much an attack recovered (Weng's thesis §4.2.3-4.2.4): PSNR, cosine similarity, Euclidean distance, SSIM,
 and the chapter's leakage probability P(pl) (eq. 4.3).
 
 Images are compared in pixel space, values in [0, 1], batches of shape (N, C, H, W); every metric returns one

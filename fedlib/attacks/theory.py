@@ -1,4 +1,4 @@
-"""The convergence analysis of reconstruction attacks under DP noise (thesis 001 §4.3, appendices G-J), one function
+"""The convergence analysis of reconstruction attacks under DP noise (Weng's thesis §4.3, appendices G-J), one function
 per equation, and the noise-to-signal view the chapter plots them against.
 
 The thesis states the results with "="; its proofs give "≤" (appendix H). Where the source is ambiguous the

@@ -126,7 +126,7 @@ def _missing_message(name: str, root: Path, missing: list[Path], reason: str) ->
     return (
         f"Dataset {name!r} was not found under {root} and could not be downloaded ({reason}).\n"
         f"Missing (torchvision's layout):\n{expected}\n"
-        "Point FEDLIB_DATA at a folder that holds it (in this project's CI: export FEDLIB_DATA=../shared/data), "
+        "Point FEDLIB_DATA at a folder that holds it (export FEDLIB_DATA=/path/to/data), "
         "or run once with internet access so that torchvision downloads it there."
     )
 

@@ -186,7 +186,7 @@ def unequal(labels: Tensor, num_clients: int, *, generator: torch.Generator, sig
 
 def sized(labels: Tensor, num_clients: int, *, generator: torch.Generator, sizes: Sequence[int]) -> Partition:
     """Quantity skew: IID samples dealt into clients of the given ``sizes`` (a random split of a shuffled order,
-    as ``torch.utils.data.random_split`` in seed 003's code); labels stay random."""
+    as ``torch.utils.data.random_split`` in the plausible-deniability paper's code); labels stay random."""
     n = len(labels)
     _check_clients(num_clients, n)
     sizes = [int(s) for s in sizes]
@@ -219,7 +219,7 @@ def _take(classes: Tensor, pools: list[Tensor], used: list[int], row: Sequence[i
 
 
 def by_counts(labels: Tensor, counts: Sequence[Sequence[int]], *, generator: torch.Generator) -> Partition:
-    """Disjoint clients with ``counts[i][c]`` samples of class c each (e.g. seed 004's Tables 4.1, 4.3, 4.4), drawn
+    """Disjoint clients with ``counts[i][c]`` samples of class c each (e.g. Wang's Tables 4.1, 4.3, 4.4), drawn
     without replacement from a shuffled pool per class."""
     classes, pools = _shuffled_pools(labels, generator)
     if any(len(row) != len(classes) for row in counts):
@@ -230,10 +230,10 @@ def by_counts(labels: Tensor, counts: Sequence[Sequence[int]], *, generator: tor
 
 def fixed_size(labels: Tensor, num_clients: int, *, generator: torch.Generator, samples_per_client: int,
                alpha: float | None = None) -> Partition:
-    """Disjoint clients of exactly ``samples_per_client`` samples (seed 002 §5.1, "reduced" datasets).
+    """Disjoint clients of exactly ``samples_per_client`` samples (the SIFU paper §5.1, "reduced" datasets).
 
     ``alpha=None``: client i holds class i mod K only. Otherwise each client's class proportions are drawn from
-    Dirichlet(``alpha``) (Hsu et al. 2019) and rounded to counts by largest remainder (spec card A20). Samples
+    Dirichlet(``alpha``) (Hsu et al. 2019) and rounded to counts by largest remainder. Samples
     are drawn without replacement from a shared pool, so no two clients share a sample (the authors' code draws
     with replacement).
     """

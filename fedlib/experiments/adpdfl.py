@@ -1,9 +1,9 @@
-"""Chapter "ADPDFL" (thesis 001 ch. 5): anonymous DP-based decentralized FL, gossip and pseudo-central.
+"""Chapter "ADPDFL" (Weng's thesis ch. 5): anonymous DP-based decentralized FL, gossip and pseudo-central.
 
 Reproduces Tables 5.1-5.4 and the curves of Figs. 5.2-5.14 (IID and non-IID MNIST; CIFAR-10 in full mode), the
 noise scale of Theorem 8 (σ² per setting, the ε the same noise has without the claimed anonymity factor, and the ε
-of the mechanism as it runs), and Theorem 9's bound against the number of training clients. Quick mode (spec card
-§8) runs real MNIST subsampled to 60 images per DC at lr 0.05 for 10 rounds; full mode is the thesis's
+of the mechanism as it runs), and Theorem 9's bound against the number of training clients. Quick mode
+runs real MNIST subsampled to 60 images per DC at lr 0.05 for 10 rounds; full mode is the thesis's
 configuration (all of MNIST, the full CIFAR-10), one unit per training run.
 """
 
@@ -62,18 +62,18 @@ T52 = {(70, 40): 0.6261, (70, 50): 0.6103, (70, 60): 0.6105, (80, 40): 0.5821, (
        (90, 40): 0.5714, (90, 50): 0.6297, (90, 60): 0.6266}
 T53 = {(60, 30): 0.2572, (60, 40): 0.2842, (60, 50): 0.3058, (70, 30): 0.2564, (70, 40): 0.2917, (70, 50): 0.3017,
        (80, 30): 0.2661, (80, 40): 0.2830, (80, 50): 0.3003, (90, 30): 0.2717, (90, 40): 0.2974, (90, 50): 0.3042}
-#: spec card A5.5: σ² (ε = 8, δ = 1e-5, M = m = 100), for (protocol, T, m_tcs, m_e, ε)
+#: eq. 5.5 evaluated independently of fedlib: σ² (ε = 8, δ = 1e-5, M = m = 100), for (protocol, T, m_tcs, m_e, ε)
 SIGMA2 = {("pseudo_central", 20, 70, None, 8.0): 0.00333, ("pseudo_central", 50, 70, None, 8.0): 0.00831,
           ("pseudo_central", 20, 70, None, 1.0): 0.16482, ("pseudo_central", 20, 70, None, 16.0): 0.00105,
           ("pseudo_central", 50, 20, None, 8.0): 0.00068, ("pseudo_central", 50, 90, None, 8.0): 0.01374,
           ("gossip", 50, 60, 30, 8.0): 0.1832, ("gossip", 50, 70, 30, 8.0): 0.2494, ("gossip", 50, 90, 60, 8.0): 0.8246}
-#: spec card §6.4: mean ρ2 of five random-offset graphs, (m_tcs, m_e) -> ρ2
+#: reference values computed independently of fedlib: mean ρ2 of five random-offset graphs, (m_tcs, m_e) -> ρ2
 RHO2 = {(70, 30): 0.28, (70, 40): 0.23, (70, 50): 0.16, (70, 60): 0.09, (90, 30): 0.31, (90, 60): 0.16}
 MODELS = {"mnist": "mlp", "cifar10": "cnn_adpdfl"}
 IMAGES = {"mnist": 60_000, "cifar10": 50_000}  # training images of the official splits
 NAMES = {"mnist": "MNIST", "cifar10": "CIFAR-10", "iid": "IID", "non-iid": "non-IID",
          "gossip": "gossip", "pseudo_central": "pseudo-central"}
-#: the two readings of the noise std (spec card §7.2): eq. 5.3's σ·2C/n_i, or Theorem 8's wording σ·2C/m (m = M)
+#: the two readings of the noise std: eq. 5.3's σ·2C/n_i, or Theorem 8's wording σ·2C/m (m = M)
 NOISE_READINGS = {"n": "std 2Cσ/n_i (eq. 5.3)", "m": "std 2Cσ/m (Theorem 8's wording)"}
 #: the two readings of DP-FedAvg (B5.2): client-side σ·2C/n_i (the chapter's mechanism), or the server's σ·C/m_tcs
 FEDAVG_READINGS = {"client": "client noise", "central": "central noise"}
@@ -120,8 +120,8 @@ class Spec:
 
 @dataclass(frozen=True)
 class ADPDFLConfig:
-    """FULL: the thesis's setup (spec card §4): all of MNIST (600 images per DC), all of CIFAR-10 (500 per DC),
-    10,000 test images, lr 0.001, B = 50, E = 1, 20 or 50 rounds, the paper's grids. QUICK (spec card §8): 6,000
+    """FULL: the thesis's setup: all of MNIST (600 images per DC), all of CIFAR-10 (500 per DC),
+    10,000 test images, lr 0.001, B = 50, E = 1, 20 or 50 rounds, the paper's grids. QUICK: 6,000
     MNIST training and 500 test images (60 per DC), lr 0.05, B = 10, 10 rounds, small grids, MNIST only.
 
     Grids are per figure: ``(m_tcs, m_e)`` cells for gossip, m_tcs values for pseudo-central; ``rounds`` is the
@@ -323,8 +323,8 @@ def run(config: ADPDFLConfig = QUICK, *, mode: str = "quick", seed: int = 0, pro
             units.block(f"{ds}/*", str(err))
     todo = [s for s in specs if (s.dataset, s.partition) in feds]
     if progress:
-        from tqdm.auto import tqdm
-        todo = tqdm(todo, desc="runs")
+        from fedlib.progress import progress_bar
+        todo = progress_bar(todo, desc="runs")
     runs: dict[Spec, RunSummary | None] = {}
     for spec in todo:
         fed = feds[(spec.dataset, spec.partition)]
@@ -449,7 +449,7 @@ def _add_audit(res: Results, cfg: ADPDFLConfig, rows: list[dict], sigmas: dict[s
 
 
 def _theory(res: Results, cfg: ADPDFLConfig, seed: int) -> None:
-    """Theorem 8's σ² (spec card A5.5 values), ρ2 of the TPS graphs, and Theorem 9's bounds against m_tcs."""
+    """Theorem 8's σ² (and reference values), ρ2 of the TPS graphs, and Theorem 9's bounds against m_tcs."""
     rows = []
     for (proto, T, m, e, eps), ref in SIGMA2.items():
         rows.append({"protocol": proto, "T": T, "m_tcs": m, "m_e": e, "epsilon": eps, "paper": ref,
@@ -458,8 +458,8 @@ def _theory(res: Results, cfg: ADPDFLConfig, seed: int) -> None:
                      "sigma2_if_m_is_m_tcs": theorem8_sigma2(epsilon=eps, delta=cfg.delta, rounds=T, m_tcs=m,
                                                              num_clients=100, protocol=proto, m_e=e,
                                                              amplification_m=m)})
-    res.add_table("sigma2", "Theorem 8 (eq. 5.5): σ² with m = M = 100, δ = 1e-5 (paper column: the spec card's "
-                  "values of the formula), and σ² with m = m_tcs, which no longer grows with m_tcs", rows)
+    res.add_table("sigma2", "Theorem 8 (eq. 5.5): σ² with m = M = 100, δ = 1e-5 (paper column: the formula "
+                  "evaluated independently of fedlib), and σ² with m = m_tcs, which no longer grows with m_tcs", rows)
     rho = {}
     rows = []
     for m in range(20, 101, 10):
@@ -470,8 +470,8 @@ def _theory(res: Results, cfg: ADPDFLConfig, seed: int) -> None:
                 rho[(m, e)] = sum(vals) / len(vals)
                 if (m, e) in RHO2 or m in (70, 90):
                     rows.append({"m_tcs": m, "m_e": e, "paper": RHO2.get((m, e)), "ours": rho[(m, e)]})
-    res.add_table("rho2", "ρ2 of the TPS's random-offset regular graphs (mean of 5; paper column: spec card §6.4)",
-                  rows)
+    res.add_table("rho2", "ρ2 of the TPS's random-offset regular graphs (mean of 5; paper column: reference values "
+                  "computed independently of fedlib)", rows)
     L, z2, f0 = cfg.theory_L, cfg.theory_zeta2, cfg.theory_f_gap
     common = dict(rounds=50, L=L, f_gap=f0, bound=1.0, n=600)
     ms = list(range(10, 101, 5))
@@ -505,7 +505,7 @@ T54_SETTINGS = tuple(f"{p}, {t}" for p in ("IID", "non-IID") for t in ("gossip",
 FEDAVG_SETTINGS = tuple(f"{p}, {r}" for r in FEDAVG_READINGS.values() for p in ("IID", "non-IID"))
 _DPFEDAVG_NOTE = ("DP-FedAvg is read two ways (B5.2, 'base noise variance set to two with other unchanged'): noise "
                   "σ·2C/n_i on each client, the chapter's own mechanism with σ = 2 (ours), or σ·C/m_tcs added by the "
-                  "server (McMahan et al. 2018). Either way its σ is 4-50× ADPDFL's (spec card §7.9).")
+                  "server (McMahan et al. 2018). Either way its σ is 4-50× ADPDFL's.")
 
 
 def _both(claim_id: str, paper: str, evidence: str, metric: str, direction: str, *, settings: tuple[str, ...] = ("",),
@@ -546,7 +546,7 @@ LEDGER = [
     Claim("large_c_hurts_std_over_m", "The clipping bound of one produces the highest accuracy [...] the larger ones "
           "bring too much noise", "Table 5.1", "final acc(C = 1) − the best final acc of C > 1, with Theorem 8's "
           "wording of the noise, std 2Cσ/m (m = M = 100)", ">", settings=("MNIST", "CIFAR-10"), modes=("full",),
-          note="the other reading of the noise std (spec card §7.2): Theorem 8's text says 'at least "
+          note="the other reading of the noise std: Theorem 8's text says 'at least "
           "N(0, 4C²σ²/m²)'; with n_i = 600 (MNIST) it is 6× the std of eq. 5.3"),
     *_both("small_c_hurts", "The clipping bound of one produces the highest accuracy, while the smaller ones preserve "
            "less information", "Table 5.1", "final acc(C = 1) − final acc(C = 0.5), pseudo-central IID, m_tcs = 70",
@@ -592,7 +592,7 @@ LEDGER = [
           "m_e = 30 is the largest", "Figs. 5.10 and 5.11, §5.4.3", "final acc(the named m_e) − the best final acc "
           "of the other m_e (30, 40, 50), gossip IID CIFAR-10", ">",
           settings=("m_tcs = 70, m_e = 40", "m_tcs = 80, m_e = 30"), modes=("full",),
-          note="the text's 'm_tcs = 30' for m_tcs = 80 read as m_e = 30 (spec card §5)"),
+          note="the text's 'm_tcs = 30' for m_tcs = 80 read as m_e = 30 (our reading)"),
     Claim("cifar10_gossip_40_close_to_50", "When m_tcs is 90, m_e = 40 and m_e = 50 produce similar results",
           "Fig. 5.12, §5.4.3", "final acc(m_e = 40) − final acc(m_e = 50), gossip IID CIFAR-10, m_tcs = 90", "≈",
           modes=("full",)),

@@ -213,7 +213,7 @@ LEDGER = [
     *_claims("sudden_drops", "Sudden drops in accuracy when x is high and k is low, from frequent retraining",
              "§4, Fig. 3", "largest one-round fall of the served accuracy: k = 4 at its largest x − k = 10 (mean "
              "over x)", ">", note="our rollback replays rounds t0..r−1 from G_{t0−1}; the authors' code reloads "
-             "G_{t0} at every replay step (spec card A6), which may cause the drops"),
+             "G_{t0} at every replay step, which may cause the drops"),
     *_claims("faster_than_retrain_small_k", "At least 1.6× faster unlearning than fedAvg with retraining for small k",
              "§4, Tables 4-5", "0.625 − (rounds replayed by k = 4, mean over x) ÷ (rounds replayed by "
              "fedAvg_retrain), i.e. positive when the speed-up exceeds 1.6×", ">", unit="relative", central=True,

@@ -1,4 +1,4 @@
-"""Chapter "DPFL" (thesis 001 §3.2): LDP-FL and LCDP-FL with top-k sparsification and Global-MGD.
+"""Chapter "DPFL" (Weng's thesis §3.2): LDP-FL and LCDP-FL with top-k sparsification and Global-MGD.
 
 Reproduces Table 3.1 and Figs. 3.2-3.5: vanilla-FL, plain LDP-FL, each of the two techniques alone and both
 together (the proposed LDP-FL), LCDP-FL at three top-rates, CDP-FL (Geyer et al.) re-run in the same setup, DP-SGD
@@ -84,7 +84,7 @@ SETTING_1000 = Setting(1000, 220, 10, 2.0, 1.43, 1e-5, 0.1, 0.97, 63, 0.943, 0.9
 
 @dataclass(frozen=True)
 class DPFLConfig:
-    """Everything the chapter runs. FULL is the thesis's configuration (spec card §4.1, §7 item 16 for the
+    """Everything the chapter runs. FULL is the thesis's configuration (our choice for the
     unstated batch size and local momentum); QUICK keeps the 100-client federation on real MNIST and shortens local
     training and the number of rounds so that the chapter runs in about 3 minutes on 2 cores.
     """
@@ -132,7 +132,7 @@ DEFECTS = {"noise_off": "every noise multiplier set to 0: clients add no LDP noi
 
 #: Literature rows of Table 3.1 that are quoted, not re-run.
 QUOTED_ROWS = [
-    {"algorithm": "LDPFL [59] (Sun et al.)", "clients": 100, "csr": 1.0, "rounds_paper": 10, "dp": "(0.5)-DP",
+    {"algorithm": "LDPFL (Sun et al., 2021)", "clients": 100, "csr": 1.0, "rounds_paper": 10, "dp": "(0.5)-DP",
      "paper": 0.9536},
 ]
 
@@ -158,9 +158,10 @@ LEDGER = [
           "of + top-10 % and + Global-MGD", ">", settings=(PAPER, OURS)),
     Claim("proposed_ldp_accuracy", "The proposed LDP-FL reaches 96.3 % with 100 clients in 52 rounds at "
           "(0.5, 1e-6)-DP", "Table 3.1", "best accuracy of the proposed LDP-FL − 0.963", "≈", modes=("full",)),
-    Claim("beats_sun_ldpfl", "The proposed LDP-FL framework has a higher accuracy performance than the one in [59] "
-          "(95.36 %)", "Table 3.1, §3.2.2.1", "best accuracy of the proposed LDP-FL (100 clients) − 0.9536", ">",
-          modes=("full",), note="LDPFL [59] is quoted, not re-run"),
+    Claim("beats_sun_ldpfl", "The proposed LDP-FL framework has a higher accuracy performance than the one in "
+          "[Sun et al., 2021] (95.36 %)", "Table 3.1, §3.2.2.1",
+          "best accuracy of the proposed LDP-FL (100 clients) − 0.9536", ">",
+          modes=("full",), note="LDPFL (Sun et al., 2021) is quoted, not re-run"),
     Claim("ldp_budget_rounds", "The (0.5, 1e-6) LDP budget stops LDP-FL after 52 rounds (100 clients)",
           "Table 3.1 (CR)", "rounds the proposed LDP-FL ran − 52", "≈", unit="count", modes=("full",),
           note="quick mode caps the LDP-FL track at fewer rounds"),
@@ -172,7 +173,8 @@ LEDGER = [
           "top-100 % − top-1 %", ">"),
     Claim("lcdp_below_vanilla", "It [LCDP-FL] has much worse accuracy than that of the vanilla FL",
           "Fig. 3.4 (100 clients)", "best accuracy, vanilla-FL − LCDP-FL top-10 %", ">", settings=(GEYER, AFTER)),
-    Claim("lcdp_beats_cdp", "It [LCDP-FL] outperforms the CDP-FL [57] with 100 clients (80.24 % vs 78 %)",
+    Claim("lcdp_beats_cdp", "It [LCDP-FL] outperforms the CDP-FL [of Geyer et al., 2017] with 100 clients "
+          "(80.24 % vs 78 %)",
           "Table 3.1, §3.2.2.2", "best accuracy, LCDP-FL top-10 % − CDP-FL re-run in the same setup", ">",
           settings=(GEYER, AFTER, AVERAGE), note="the thesis quotes Geyer et al.'s published 78 %; we re-run CDP-FL "
           "with the same partition, model, schedule and CDP budget"),
@@ -191,9 +193,9 @@ LEDGER = [
           "best accuracy of the proposed LDP-FL, 1,000 clients − 0.97", "≈", modes=("full",)),
     Claim("ldp_budget_rounds_1000", "The LDP budget stops LDP-FL after 63 rounds (1,000 clients)", "Table 3.1 (CR)",
           "rounds the proposed LDP-FL ran, 1,000 clients − 63", "≈", unit="count", modes=("full",)),
-    Claim("lcdp_beats_cdp_1000", "LCDP-FL with 1,000 clients also outperforms the CDP-only FL framework in [57] "
-          "(94.3 % vs 92 %)", "Table 3.1, Fig. 3.5", "best accuracy, LCDP-FL top-10 % − CDP-FL re-run, 1,000 clients",
-          ">", modes=("full",)),
+    Claim("lcdp_beats_cdp_1000", "LCDP-FL with 1,000 clients also outperforms the CDP-only FL framework in "
+          "[Geyer et al., 2017] (94.3 % vs 92 %)", "Table 3.1, Fig. 3.5",
+          "best accuracy, LCDP-FL top-10 % − CDP-FL re-run, 1,000 clients", ">", modes=("full",)),
     Claim("lcdp_accuracy_1000", "The proposed LCDP-FL reaches 94.3 % with 1,000 clients", "Table 3.1",
           "best accuracy of LCDP-FL top-10 %, 1,000 clients − 0.943", "≈", modes=("full",)),
     Claim("lcdp_below_ldp_1000", "When adopting CDP, the LCDP-FL has slightly worse accuracy than LDP-FL",
@@ -490,13 +492,13 @@ def run(config: DPFLConfig = QUICK, *, mode: str = "quick", seed: int = 0, progr
     ref = None if dpsgd_data is None else units.run(
         "dpsgd", {"dpsgd": dpsgd, "model": cfg.model, "dataset": cfg.dataset, "subset": mode},
         lambda: dataclasses.asdict(train_dpsgd(fresh_model(cfg.model, seed), *dpsgd_data, dpsgd)))
-    t31.insert(0, {"algorithm": "DP-SGD [93]", "clients": 1, "csr": 1.0, "rounds_paper": 700,
+    t31.insert(0, {"algorithm": "DP-SGD (Abadi et al., 2016)", "clients": 1, "csr": 1.0, "rounds_paper": 700,
                    "rounds_ours": dpsgd.epochs, "dp": f"(8, {dpsgd.delta:g})-DP",
                    "epsilon_ours": None if ref is None else ref["epsilon"], "paper": 0.97,
                    "ours": None if ref is None else ref["accuracy"]})
     t31[1:1] = [{**row, "rounds_ours": None, "epsilon_ours": None, "ours": None} for row in QUOTED_ROWS]
     res.add_table("T3.1", "Table 3.1: maximum test accuracy of the proposed LDP-FL / LCDP-FL and the DP baselines "
-                  "(MNIST, MLP); ε in the thesis's convention. LDPFL [59] is quoted, not re-run.", t31)
+                  "(MNIST, MLP); ε in the thesis's convention. LDPFL (Sun et al., 2021) is quoted, not re-run.", t31)
     res.add_table("noise", "Top-k on real first-round updates (5 clients): share of the update's norm kept, and "
                   "the LDP noise norm relative to the full update, per client and on the average of m clients",
                   anatomy)
@@ -541,7 +543,7 @@ def _t31_rows(cfg: DPFLConfig, s: Setting, r: _Runs, lcdp10: str) -> list[dict]:
         {"algorithm": "Proposed LDP-FL", **base, "rounds_paper": s.paper_ldp_rounds,
          "rounds_ours": r.rounds("proposed LDP-FL"), "dp": f"({cfg.ldp_epsilon:g}, {cfg.ldp_delta:g})-LDP",
          "epsilon_ours": eps(proposed, "epsilon_ldp"), "paper": s.paper_ldp, "ours": r.best("proposed LDP-FL")},
-        {"algorithm": "CDP-FL [57] (Geyer et al.)", **base, "rounds_paper": s.paper_lcdp_rounds,
+        {"algorithm": "CDP-FL (Geyer et al., 2017)", **base, "rounds_paper": s.paper_lcdp_rounds,
          "rounds_ours": r.rounds("CDP-FL (Geyer et al.)"), "dp": f"({cfg.lcdp_epsilon:g}, {s.cdp_delta:g})-CDP",
          "epsilon_ours": eps(cdp, "epsilon_cdp"), "paper": s.paper_cdp, "ours": r.best("CDP-FL (Geyer et al.)")},
         {"algorithm": "Proposed LCDP-FL", **base, "rounds_paper": s.paper_lcdp_rounds,
@@ -610,7 +612,7 @@ def _measure(res: Results, cfg: DPFLConfig, runs: dict[int, _Runs], privacy: lis
         res.measure(claim["proposed_ldp_accuracy"], _sub(r.best("proposed LDP-FL"), s.paper_ldp),
                     f"best accuracy {r.best('proposed LDP-FL')} after {r.rounds('proposed LDP-FL')} rounds")
         res.measure(claim["beats_sun_ldpfl"], _sub(r.best("proposed LDP-FL"), 0.9536),
-                    f"best accuracy {r.best('proposed LDP-FL')} vs LDPFL [59] 0.9536 (quoted)")
+                    f"best accuracy {r.best('proposed LDP-FL')} vs LDPFL (Sun et al., 2021) 0.9536 (quoted)")
         rounds = r.rounds("proposed LDP-FL")
         res.measure(claim["ldp_budget_rounds"], _sub(rounds, s.paper_ldp_rounds), f"{rounds} rounds")
         accs = {rate: r.best(name) for rate, name in lcdp.items()}

@@ -1,4 +1,4 @@
-"""Chapter "Fed-nore" (thesis 001 §3.3): plain DPFL and the noise-reduction objectives Fed-nore-1 and -2.
+"""Chapter "Fed-nore" (Weng's thesis §3.3): plain DPFL and the noise-reduction objectives Fed-nore-1 and -2.
 
 Reproduces Table 3.3 (MNIST, MLP and CNN), Table 3.2 (CIFAR-10, CNN), the λ sweeps of Figs. 3.6-3.7 and 3.11-3.12,
 the σ sweep of Figs. 3.8-3.9 and the learning-rate sweeps of Figs. 3.10 and 3.13; measures the rounds each variant
@@ -99,7 +99,7 @@ OURS_SIGMA, OURS_SCALE = 64.0, 0.125
 
 @dataclass(frozen=True)
 class TrackRun:
-    """How a track is run. Defaults: the thesis's configuration (spec card §4.2).
+    """How a track is run. Defaults: the thesis's configuration.
 
     The main comparison runs plain DPFL and the λ grids at ``sigma`` with the λ's × ``lam_scale`` (quick mode keeps
     the coefficients λ1σ/n_i and λ2σ/√n_i of the paper's grid when σ or n_i differ). ``sigmas`` adds the σ sweep:
@@ -154,7 +154,7 @@ class TrackRun:
 @dataclass(frozen=True)
 class FednoreConfig:
     """Everything the chapter runs. FULL: the thesis's §3.3 configuration (batch size 10 and plain local SGD,
-    spec card §7 item 16). QUICK: real MNIST (MLP) and the fixed CIFAR-10 subset (CNN) with one local epoch and
+    our choice). QUICK: real MNIST (MLP) and the fixed CIFAR-10 subset (CNN) with one local epoch and
     fewer rounds, about 3 minutes on 2 cores."""
 
     runs: tuple[TrackRun, ...] = field(default_factory=tuple)
@@ -601,7 +601,7 @@ def _lr_rows(t: _Track) -> list[dict]:
             for lr in (sorted({*r.lrs, r.lr}) if r.lrs else ())]
 
 
-#: illustrative constants for Theorems 4-5 (spec card §6.4): none of them is measured from training
+#: illustrative constants for Theorems 4-5: none of them is measured from training
 BOUND_CONSTANTS = dict(noise_multiplier=1.0, sensitivity=1.0, mu=0.1, rho=1.0, beta=1.0)
 
 

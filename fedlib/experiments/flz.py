@@ -95,7 +95,7 @@ def split_counts(split: str) -> list[list[int]]:
 class FLZConfig:
     """FULL: the thesis's schedule (100 rounds × 200 local epochs; CL and ll 200 epochs; contribution model K = 50
     Adam steps per round on all past rounds), every split and the temperature grid averaged over 5 runs (Fig. 4.6's
-    seeds). QUICK (spec card §8.1, with half its K to fit 3 minutes on 2 cores): 20 rounds × 20 epochs, K = 15;
+    seeds). QUICK (with half its K to fit 3 minutes on 2 cores): 20 rounds × 20 epochs, K = 15;
     grids, z_dim and seeds: 10 rounds, K = 10, three of Fig. 4.6's five seeds; one run per setting.
 
     Attributes:
@@ -291,7 +291,7 @@ LEDGER = [
 @dataclass
 class Setting:
     """One split of one dataset at one seed: the federation, the shared test set (60 images per class from the
-    official test split, spec card A14), W^0, held-out training images with the forgotten clients' class counts
+    official test split), W^0, held-out training images with the forgotten clients' class counts
     (non-members for the membership attack), and the backdoor trigger (planted in the forgotten clients' data
     only in a backdoored setting)."""
 

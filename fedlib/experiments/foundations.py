@@ -1,4 +1,4 @@
-"""Chapter "Foundations" (thesis 001, ch. 2): FedAvg, clipping and the Gaussian mechanism, ε over
+"""Chapter "Foundations" (Weng's thesis, ch. 2): FedAvg, clipping and the Gaussian mechanism, ε over
 rounds, and local vs central DP — plus the accountant checked against the thesis's own budgets.
 """
 

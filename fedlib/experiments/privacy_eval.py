@@ -1,11 +1,11 @@
-"""Chapter "Privacy evaluation" (thesis 001 ch. 4): reconstruction attacks against a UDP client's noisy gradients.
+"""Chapter "Privacy evaluation" (Weng's thesis ch. 4): reconstruction attacks against a UDP client's noisy gradients.
 
-Single-end (SE) setting of §4.4 (spec card A4.2): one client with n CIFAR-100 images, one per class, shares the
+Single-end (SE) setting of §4.4: one client with n CIFAR-100 images, one per class, shares the
 clipped, noised mean gradient of its images every round (eqs. 4.1-4.2) and trains one Adam epoch; an attacker with
 the model, the weights and the labels inverts the shared gradients with the cosine attack (eq. 2.14) or the
 Euclidean one (eq. 4.12), one round at a time or on the sum of all rounds (§4.2.5). Reproduces Tables 4.1, 4.3,
 4.4 and 4.5, Figs. 4.1-4.7 and the §4.3 analysis at the thesis's noise levels; quick mode shrinks the MLP and n and
-rescales σ so that the noise-to-signal ratio matches the thesis's (spec card §8): σ_run = σ_doc (n / 100) √(d_doc / d).
+rescales σ so that the noise-to-signal ratio matches the thesis's: σ_run = σ_doc (n / 100) √(d_doc / d).
 
 Full mode runs as units (:mod:`fedlib.units`): one attack sweep (a batch of attacks sharing objective, manner and
 round), one FL training run, or the mechanism's norms per unit. The FL attack setting (Table 4.4) needs the full
@@ -84,7 +84,7 @@ T45 = {("euclidean", 0.1, 0.01): (17.1171, 0.54, 0.1146), ("cosine", 0.1, 0.01):
 F47 = {(0.1, 1.0): 0.34, (10.0, 1.0): 0.44}
 #: §4.4.2: "when the base noise scale is one, the ε is derived to be eight" (RDP, δ = 1e-5)
 EPSILON_AT_SIGMA_ONE = 8.0
-#: the thesis's accounting as the spec card reconstructs it (A4.7): q = batch 25 / n 100, 15 steps
+#: the thesis's accounting as we reconstruct it (inputs not stated): q = batch 25 / n 100, 15 steps
 THESIS_ACCOUNTING = {"sample_rate": 0.25, "releases": 15, "num_samples": DOC_SAMPLES}
 
 
@@ -92,7 +92,7 @@ THESIS_ACCOUNTING = {"sample_rate": 0.25, "releases": 15, "num_samples": DOC_SAM
 class Setting:
     """One attack: clipping bound C (a number or "median"), the thesis's σ (σ_doc), objective, manner, round and
     dummy initialisation ("uniform": U[0, 1] pixels, ours; "normal": N(0, 1) in the standardised input space of
-    the reference code, spec card A4.3)."""
+    the reference code)."""
 
     bound: float | str
     sigma: float
@@ -135,7 +135,7 @@ class FLAccuracyConfig:
 @dataclass(frozen=True)
 class PrivacyEvalConfig:
     """FULL: the thesis's configuration (100 images, MLP 3x1024, 2,500 iterations at lr 0.01, 15 rounds; curves at
-    rounds 1, 5, 10, 15). QUICK: 8 images, MLP 3x256, 300 iterations at lr 0.05, 4 rounds (spec card §8)."""
+    rounds 1, 5, 10, 15). QUICK: 8 images, MLP 3x256, 300 iterations at lr 0.05, 4 rounds."""
 
     images: int = 8
     hidden: tuple[int, ...] = (256, 256, 256)
@@ -263,14 +263,15 @@ LEDGER = [
           "Fig. 4.2", "relative increase of the one-round image MSE (mean over the attacked rounds) from the "
           "smaller to the larger σ", ">", unit="loss",
           settings=("C = 1, σ 0.01 → 0.1", "C = 10, σ 0.001 → 0.01 (ours)"),
-          note="attack loss = image MSE (undefined in the thesis, spec card §7.7); C = 10 is our extra setting"),
+          note="attack loss = image MSE (undefined in the thesis; our choice); C = 10 is our extra setting"),
     Claim("all_round_beats_one_round", "All-round-manner attacks have a smaller attack loss than one-round-manner "
           "ones: combining the received gradients increases the leakage (motivating anonymity)", "Fig. 4.2, §4.4.1",
           "(MSE one-round − MSE all-round) / MSE one-round, means over the attacked rounds after the first", ">",
           unit="loss", settings=(_lit(1.0, 0.01), _lit(1.0, 0.1), _lit(10.0, 0.01) + " (ours)"),
-          note="the spec card's setting is C = 1; at C = 10 per-layer clipping does not bind (our extra settings)"),
+          note="we read Fig. 4.2's unstated clipping bound as C = 1; at C = 10 per-layer clipping does not bind "
+               "(our extra settings)"),
     Claim("f43_loss_rises_with_c", "Under the same base noise, a larger clipping bound gives a larger attack loss, "
-          "since the total noise increases (our reading, spec card §7.9)", "Fig. 4.3",
+          "since the total noise increases (our reading)", "Fig. 4.3",
           "relative change of the one-round image MSE (mean over the attacked rounds), C = 10 vs C = 0.1, σ = 0.1",
           ">", unit="loss"),
     Claim("f43_loss_falls_with_c_literal", "As the clipping bound increases, the attack loss decreases (the printed "
@@ -320,7 +321,7 @@ LEDGER = [
     Claim("epsilon_at_sigma_one", "With RDP accounting and δ = 1e-5, a base noise of σ = 1 gives ε = 8", "§4.4.2",
           "(ε(σ = 1) − 8) / 8", "≈", unit="epsilon", settings=("the thesis's convention", "the mechanism as run"),
           note="the thesis's convention: sensitivity C/n, q = 0.25, 15 steps (its inputs are not stated; these "
-               "reproduce its number, spec card A4.7). The mechanism as run: sensitivity 2C per tensor (no "
+               "reproduce its number). The mechanism as run: sensitivity 2C per tensor (no "
                "per-image clipping), no subsampling, every tensor and round composed"),
     Claim("epsilon_large_below_one", "When the base noise is smaller than one, ε is much larger than 100", "§4.4.2",
           "(smallest ε over the chapter's σ < 1 − 100) / 100", ">", unit="epsilon",
@@ -330,7 +331,7 @@ LEDGER = [
           "(σ/√n)·C/‖g‖", "Lemma 7, eqs. 4.4-4.5, appendix G",
           "fraction of the chapter's (C, σ) whose round-1 gradient, flat-clipped and noised as eq. 4.1-4.2, "
           "violates ‖ḡ‖ ≤ k1‖g‖", "≈", unit="probability", settings=("√n, as printed", "√d, ours"),
-          note="√d: the norm of d-dimensional Gaussian noise is ≈ σC√d/n, not σC/√n (spec card §7.10)"),
+          note="√d: the norm of d-dimensional Gaussian noise is ≈ σC√d/n, not σC/√n (Lemma 7 as printed uses √n)"),
     Claim("corollary2_tracks_attack", "Increasing the noise scale and clipping bound leads to a higher bound on the "
           "attack's convergence (Corollary 2), i.e. a worse reconstruction", "Corollary 2, eqs. 4.8-4.11, §4.3",
           "fraction of pairs of round-1 cosine settings that the bound factor 1/k3 (s = 0.5) orders as the measured "
@@ -462,7 +463,7 @@ class SingleEnd:
     @cached_property
     def evaluators(self) -> list[torch.nn.Module]:
         """Two small CIFAR-100 classifiers trained on the fixed first 1,117 training images: the stand-ins for the
-        thesis's five pretrained evaluators of P(pl), whose weights need the internet (spec card §7.12)."""
+        thesis's five pretrained evaluators of P(pl), whose weights need the internet."""
         train = load_dataset("cifar100", train=True, normalize=False, subset="quick")
         models = []
         for name, kwargs in (("mlp", dict(in_features=3072, hidden=(256,), num_classes=100)),
@@ -770,9 +771,9 @@ def kaiming_init(model: torch.nn.Module, generator: torch.Generator, negative_sl
 def _progress(items: Iterable, progress: bool):
     if not progress:
         return items
-    from tqdm.auto import tqdm
+    from fedlib.progress import progress_bar
 
-    return tqdm(list(items), desc="units", leave=False)
+    return progress_bar(list(items), desc="units", leave=False)
 
 
 def _concordance(xs: list[float], ys: list[float]) -> float | None:
@@ -946,7 +947,7 @@ class _Tables:
                            f"to C each, noise σ_run·C/n, n = {cfg.images}, no subsampling, sensitivity 2C per tensor "
                            f"(nothing clips an image's own gradient) — after all {cfg.rounds} rounds (ours) and after "
                            f"one release; with sensitivity C/n instead; and the thesis's convention (sensitivity C/n, "
-                           f"q = 0.25, 15 steps, spec card A4.7)", rows)
+                           f"q = 0.25, 15 steps)", rows)
         rows = [{"sigma": s, "epsilon": as_run(s, 1), "epsilon_thesis_convention": thesis_epsilon(s, cfg.delta),
                  "psnr": self.get(1.0, s), "ssim": self.get(1.0, s, "ssim"),
                  "prob_leak": self.get(1.0, s, "prob_leak")}

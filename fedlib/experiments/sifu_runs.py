@@ -190,7 +190,7 @@ def _model(setup: Setup, seed: int):
 def federation(setup: Setup, data: Data, seed: int, *, alpha: float | None = None, watermark: int = 0
                ) -> Federation:
     """M × n disjoint real samples (client i: class i mod 10, or Dir(α) classes), normalised; with ``watermark``
-    pixels, client i's samples carry group (i mod 10)'s pattern (seed 002 §5.3, applied to raw pixels)."""
+    pixels, client i's samples carry group (i mod 10)'s pattern (the SIFU paper §5.3, applied to raw pixels)."""
     clients = partition("fixed_size", data.train.y, setup.num_clients, samples_per_client=setup.samples,
                         alpha=alpha, generator=make_generator(0, "partition", setup.dataset, str(alpha)))
     x, y = stack_clients(data.train, clients)
@@ -206,7 +206,7 @@ def stage_config(setup: Setup, cfg: SIFUConfig, target: float | None = None) -> 
 
 
 def requests_of(setup: Setup, count: int, first: int = 0) -> list[list[int]]:
-    """W_r = {10i + k}: the clients of class k in the class partition (the authors' code, spec card §4)."""
+    """W_r = {10i + k}: the clients of class k in the class partition (the authors' code)."""
     return [[10 * i + k for i in range(setup.num_clients // 10)] for k in range(first, first + count)]
 
 
@@ -298,7 +298,7 @@ def _fine_tune(t: Trained, requests: list[list[int]]) -> UnlearningRun:
 
 
 def _dp_sweep(t: Trained, cfg: SIFUConfig, bounds_: Sequence[float]) -> tuple[list[dict], float, Stage]:
-    """The DP baseline's training for each clipping bound C; the fastest to reach a* is kept (seed 002 App. D)."""
+    """The DP baseline's training for each clipping bound C; the fastest to reach a* is kept (the SIFU paper App. D)."""
     m = t.setup.num_clients
     trained = [(b, dp_training(t.fed, t.scfg, t.training.start, range(m), bound=b,
                                sigma=dp_sigma(b, m, cfg.epsilon, 1 / m))) for b in bounds_]
@@ -448,7 +448,7 @@ def trigger_of(setup: Setup, cfg: SIFUConfig) -> Trigger:
 def _realised(t: Trained, cfg: SIFUConfig) -> Trained:
     """The same training (the same trajectory) with Ψ's increments weighted by the realised 1/(``|S_n|`` − 1) of the
     sampled clients instead of the paper's 1/(``|I_r|`` − 1) (``StageConfig.sampling_aware``; eqs. 7-8 assume full
-    participation, spec card A4; ours)."""
+    participation; ours)."""
     scfg = dataclasses.replace(t.scfg, sampling_aware=True)
     training = run_stage(t.fed, scfg, t.training.start, t.training.members, index=0,
                          thresholds=[psi_star(s, cfg.epsilon, cfg.delta) for s in tracked_sigmas(t.setup, cfg)])
@@ -456,7 +456,7 @@ def _realised(t: Trained, cfg: SIFUConfig) -> Trained:
 
 
 def f3_unit(cfg: SIFUConfig, setup: Setup, data: Data, seed: int, *, defect: str | None) -> dict:
-    """Figs. 3-4: Dir(α) clients whose samples carry their group's watermark (labels unchanged, seed 002 §5.3);
+    """Figs. 3-4: Dir(α) clients whose samples carry their group's watermark (labels unchanged, the SIFU paper §5.3);
     the forgotten clients also carry a backdoor (ours). Accuracy on F_r is measured on their watermarked samples
     without the backdoor; the verification adds the backdoor's success and a membership attack whose non-members
     carry the members' watermarks."""

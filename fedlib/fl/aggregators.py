@@ -38,7 +38,7 @@ class CentralGaussian(Aggregator):
     clips at the median norm of the round's updates (thesis eq. 2.27), as Geyer et al. do; a number
     clips at that constant. Weights are uniform (1/m). ``noise_on="sum"`` (Geyer scaling, default) adds
     N(0, σ²S²) to the sum, i.e. std σS/m on the average, which is what the accountant's sensitivity
-    assumes; ``noise_on="average"`` is the seed's literal eq. 3.3, std σS on the average (m times more).
+    assumes; ``noise_on="average"`` is the source's literal eq. 3.3, std σS on the average (m times more).
     ``placement="before_momentum"`` adds the noise to G^t (eq. 3.3, then 3.6-3.7: momentum is
     post-processing); ``"after_momentum"`` adds it to the new model instead (thesis Alg. 3.1 line 14).
     Each round is one sampled Gaussian mechanism with q = m/M on the accountant.

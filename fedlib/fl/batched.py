@@ -112,7 +112,7 @@ class BatchedClients:
     def train(self, start: Tensor, x: Tensor, y: Tensor, *, steps: int | Sequence[int] | None = None,
               epochs: int | None = None, batch_size: int, lr: float, momentum: float = 0.0, adam: bool = False,
               generators: Sequence[torch.Generator]) -> Tensor:
-        """Local models after local training from ``start`` (SIFU's LocalWork, spec card A0; FLZ's LocalTrain).
+        """Local models after local training from ``start`` (SIFU's LocalWork; FLZ's LocalTrain).
 
         Args:
             start: flat start model (d,), the same for every client.

@@ -421,8 +421,8 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
     began = time.perf_counter()
     rounds = range(start_round, config.rounds)
     if progress:
-        from tqdm.auto import tqdm
-        rounds = tqdm(rounds, initial=start_round, total=config.rounds, desc="rounds", leave=False)
+        from fedlib.progress import progress_bar
+        rounds = progress_bar(rounds, initial=start_round, total=config.rounds, desc="rounds", leave=False)
     completed = start_round
     diverged = False
     try:

@@ -305,7 +305,7 @@ def advanced_composition(epsilon: float, delta: float, k: int, delta_prime: floa
     """k-fold composition of an (ε, δ)-DP mechanism (thesis Thm 2, eq. 2.23).
 
     The standard form (Dwork & Roth Thm 3.20) is ε' = sqrt(2k ln(1/δ')) ε + k ε (e^ε − 1), with total
-    δ = kδ + δ'. The seed's eq. 2.23 drops the factor 2 under the root; ``literal=True`` gives that
+    δ = kδ + δ'. The source's eq. 2.23 drops the factor 2 under the root; ``literal=True`` gives that
     (incorrect, too small) value for comparison.
     """
     if not epsilon >= 0:

@@ -1,4 +1,4 @@
-"""Federated unlearning: SIFU and its baselines (seed 002), and the verification every unlearning chapter uses."""
+"""Federated unlearning: SIFU and its baselines (the SIFU paper), and the verification every unlearning chapter uses."""
 
 from fedlib.unlearning.baselines import FedAccum, UpdateStore, dp, dp_sigma, dp_training, fedaccum, federaser, fine_tune
 from fedlib.unlearning.baselines import last, scratch

@@ -1,4 +1,4 @@
-"""The unlearning baselines of seed 002 §5 (spec card A4-A8) and FedEraser (Liu et al. 2021).
+"""The unlearning baselines of the SIFU paper §5 and FedEraser (Liu et al. 2021).
 
 Every scheme serves the same requests on the same training stage (except DP, which trains with DP from the
 start) and then retrains on the remaining clients with the stopping rule of :func:`run_stage`.
@@ -22,7 +22,7 @@ from fedlib.unlearning.stage import Federation, RoundRecord, ServerStep, Stage, 
 
 def scratch(fed: Federation, cfg: StageConfig, training: Stage, requests: Sequence[Sequence[int]], *,
             progress: bool = False) -> UnlearningRun:
-    """SCRATCH (A4): retrain on I_r from the training's initial model θ_0^0 at every request (spec card A16)."""
+    """SCRATCH (A4): retrain on I_r from the training's initial model θ_0^0 at every request."""
     run = UnlearningRun("SCRATCH", training)
     for r, w, members in serve(training, requests):
         run.requests.append(Request(w, run_stage(fed, cfg, training.start, members, index=r,
@@ -46,7 +46,7 @@ def last(fed: Federation, cfg: StageConfig, training: Stage, requests: Sequence[
          ) -> UnlearningRun:
     """LAST (A6): perturb the current final model with std s_r = c_δ Ψ/ε (Theorem 2 at n = N), then retrain.
 
-    ``sensitivity="forgotten"``: Ψ_{r−1}(N_{r−1}, W_r), the forgotten clients' bound (spec card A11, default);
+    ``sensitivity="forgotten"``: Ψ_{r−1}(N_{r−1}, W_r), the forgotten clients' bound (default);
     ``"all"``: the largest Ψ of any client and round of the previous stage (the authors' code).
     """
     if sensitivity not in ("forgotten", "all"):
@@ -63,7 +63,7 @@ def last(fed: Federation, cfg: StageConfig, training: Stage, requests: Sequence[
 
 
 def dp_sigma(bound: float, num_clients: int, epsilon: float, delta: float) -> float:
-    """σ_DP = (2C/M) c_δ/ε, the DP baseline's per-round noise on the global model (spec card A7, authors' code;
+    """σ_DP = (2C/M) c_δ/ε, the DP baseline's per-round noise on the global model (authors' code;
     a per-round calibration with no composition over rounds, A10)."""
     if not bound > 0:
         raise ValueError(f"bound must be > 0, got {bound!r}")
@@ -113,7 +113,7 @@ def dp(fed: Federation, cfg: StageConfig, training: Stage, requests: Sequence[Se
 class FedAccum:
     """FedAccum's accumulators (A8), one per future request, updated by every round of every stage.
 
-    The seed's Appendix-D pseudo-code is missing; from its prose: ``mode="updates"`` (default) adds the mean
+    The source's Appendix-D pseudo-code is missing; from its prose: ``mode="updates"`` (default) adds the mean
     update of the round's non-forgotten clients, A ← A + mean_{i∈S'} (θ_i − θ^n), so that with nothing
     forgotten A is the trained model; ``mode="code"`` follows the authors' code, A ← A + mean_{i∈S'} (θ_i − A),
     the mean of the last round's non-forgotten local models.
@@ -219,7 +219,7 @@ def federaser_calibrate(fed: Federation, start: Tensor, store: UpdateStore, forg
 
 def federaser(fed: Federation, cfg: StageConfig, training: Stage, requests: Sequence[Sequence[int]],
               store: UpdateStore, *, calibration_ratio: float = 0.5, progress: bool = False) -> UnlearningRun:
-    """FedEraser (Liu et al. 2021; not in seed 002's experiments): at request r, rebuild a model without F_r
+    """FedEraser (Liu et al. 2021; not in the SIFU paper's experiments): at request r, rebuild a model without F_r
     from the training's stored updates (:func:`federaser_calibrate`), then retrain on I_r to the target.
     Sequential requests all calibrate against the original training history. ``store`` must have observed
     the training stage."""

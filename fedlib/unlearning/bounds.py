@@ -1,4 +1,4 @@
-"""The theory of seed 002 checked exactly where its assumptions hold.
+"""The theory of the SIFU paper checked exactly where its assumptions hold.
 
 * Theorem 1 (α ≤ Ψ) and Corollary 1 (the decayed bound under L2 regularisation and strong convexity): FedAvg with
   full participation and full-batch gradient descent on per-client least squares,
@@ -9,7 +9,7 @@
 * Appendix A (fine-tuning does not unlearn): gradient descent on over-parameterised linear regression,
   f(θ) = ‖y − Xθ‖²/2 (eq. 21), has θ^N = A(X, N) θ^0 + η B(X, y, N) (eq. 23). Fine-tuning θ^N on the data without
   one sample and retraining from θ^0 on it differ by A(X_{−1}, Ñ)(θ^N − θ^0), which tends to the projection of
-  θ^N − θ^0 on the null space of X_{−1}, not to 0. Eq. 24 as printed omits the −θ^0 and the η (spec card A14).
+  θ^N − θ^0 on the null space of X_{−1}, not to 0. Eq. 24 as printed omits the −θ^0 and the η.
 
 Everything is float64.
 """
@@ -44,7 +44,7 @@ def curvature(x: Tensor, lam: float = 0.0) -> tuple[float, float]:
 
 
 def local_models(x: Tensor, y: Tensor, theta: Tensor, *, steps: int, lr: float, lam: float = 0.0) -> Tensor:
-    """θ_i^{n+1}: K = ``steps`` full-batch gradient steps on f_i from θ^n for every client (M, d) (spec card A0
+    """θ_i^{n+1}: K = ``steps`` full-batch gradient steps on f_i from θ^n for every client (M, d) (LocalWork
     with momentum 0 and B ≥ n_i)."""
     t = theta.reshape(1, -1).repeat(x.shape[0], 1)
     for _ in range(steps):

@@ -1,5 +1,5 @@
-"""Federated unlearning under plausible deniability (seed 003): perturbed k-IPfedAvg, Proofs of Deniability,
-rollback and replay, the privacy calculator, and the retrain-trigger simulator.
+"""Federated unlearning under plausible deniability (Varshney and Torra, ACML 2024): perturbed k-IPfedAvg,
+Proofs of Deniability, rollback and replay, the privacy calculator, and the retrain-trigger simulator.
 
 Every round the server clusters the active clients' models into ⌊N/k⌋ clusters of k to 2k similar models
 (constrained k-means on the rows of the distance matrix, as the authors' code), draws one representative per
@@ -7,7 +7,7 @@ cluster, perturbs it with N(0, (σ Δ_c)² I) where Δ_c is the cluster's spread
 with the clusters' data weights (Alg. 1, eqs. 11-12). It stores only the clusters' member lists L_t and the global
 models G_t. On a request the client's id is deleted from every stored cluster: if each keeps ≥ x members the
 server hands out a Proof of Deniability (PoD) and changes nothing; otherwise it rolls back to the first violating
-round t0 and replays rounds t0..r−1 without the client (correctly, from G_{t0−1}; spec card A6).
+round t0 and replays rounds t0..r−1 without the client (correctly, from G_{t0−1}).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ Metric = Literal["cosine", "rowwise_l2"]
 def distance_matrix(models: Tensor, metric: Metric = "cosine", shapes: Sequence[torch.Size] | None = None) -> Tensor:
     """Pairwise distances between flat models (N, d), float64.
 
-    ``"cosine"``: 1 − cos(w_i, w_j) on all weights and biases (the seed's "cosine distance measure").
+    ``"cosine"``: 1 − cos(w_i, w_j) on all weights and biases (the source's "cosine distance measure").
     ``"rowwise_l2"``: the authors' code's "avg" distance — the mean, over every row of every weight tensor (last
     dimension) and every bias vector, of ‖a − b + 1e-6‖₂; needs the parameter ``shapes``.
     """
@@ -66,7 +66,7 @@ def distance_matrix(models: Tensor, metric: Metric = "cosine", shapes: Sequence[
 
 def constrained_clusters(distances: Tensor, k: int, *, generator: torch.Generator, iterations: int = 20
                          ) -> list[tuple[int, ...]]:
-    """m = ⌊N/k⌋ clusters of k to 2k points (spec card A4; the code's KMeansConstrained(size_min=k, size_max=2k)).
+    """m = ⌊N/k⌋ clusters of k to 2k points (the code's KMeansConstrained(size_min=k, size_max=2k)).
 
     Each point is represented by its row of ``distances``; Lloyd iterations alternate a size-constrained
     assignment (an optimal transport onto k mandatory and k optional slots per centroid, by
@@ -115,7 +115,7 @@ def kip_aggregate(models: Tensor, clients: Sequence[int], sizes: Sequence[int], 
     add N(0, (σ Δ_c)² I) with Δ_c the cluster's largest pairwise distance, aggregate Σ_c p_c w̃_{r_c} with
     p_c = Σ_{l∈C_c} n_l / Σ_{A_t} n_l. ``noise_multiplier`` = σ (the code: 1).
 
-    ``strict_delta`` = Δ fixed a priori (the "strict" mode the spec card's A3 suggests; ours): every model is first
+    ``strict_delta`` = Δ fixed a priori (a "strict" mode; ours): every model is first
     projected onto the L2 ball of radius Δ/2 around ``center`` (the round's broadcast model, which is public), so
     any two members lie within Δ of each other in L2, and the noise is N(0, (σΔ)² I) whatever the measured Δ_c.
     A cluster's release then has L2 sensitivity Δ, noise/sensitivity z = σ (:func:`eps_rdp`), given the clusters.
@@ -161,7 +161,7 @@ NONIID_SIZES = (475, 1292, 894, 948, 1738, 1579, 1415, 1768, 1990, 1403, 1198, 1
 def noniid_sizes(total: int, num_clients: int = 50) -> list[int]:
     """Client sizes for ``total`` training samples: the authors' list with the last client absorbing the remainder
     (their code, MNIST's 60,000), or scaled to ``total`` with the last client fixing the sum when the list holds
-    more (spec card §4's proposal for 50,000-image datasets)."""
+    more (our proposal for 50,000-image datasets)."""
     if num_clients != len(NONIID_SIZES):
         raise ValueError(f"the authors' sizes are for {len(NONIID_SIZES)} clients, got num_clients={num_clients}")
     sizes = list(NONIID_SIZES)
@@ -365,8 +365,8 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
             federaser[0].rounds[:] = state["store"]
     bar = range(first, rounds)
     if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(bar, desc=method, leave=False)
+        from fedlib.progress import progress_bar
+        bar = progress_bar(bar, desc=method, leave=False)
     w0 = init.clone()
     saved = time.perf_counter()
     for r in bar:
@@ -428,7 +428,7 @@ def sigma_paper(rounds: int, epsilon: float, delta: float) -> float:
 
 
 def sigma_corrected(rounds: int, epsilon: float, delta: float) -> float:
-    """σ_min with the algebra of Theorem 3.1 redone (ours, spec card A2): with α = 1 + 8 log(1/δ)/ε, eq. 15 holds
+    """σ_min with the algebra of Theorem 3.1 redone (ours): with α = 1 + 8 log(1/δ)/ε, eq. 15 holds
     iff σ² ≥ T(ε + 8 log(1/δ))/(7ε²); equal to the printed bound only at ε = 1."""
     _check_privacy(epsilon, delta)
     return math.sqrt(rounds * (epsilon + 8 * math.log(1 / delta)) / (7 * epsilon**2))
@@ -443,7 +443,7 @@ def eq15_epsilon(sigma: float, rounds: int, epsilon: float, delta: float) -> flo
 
 def eps_rdp(z: float, rounds: int, delta: float) -> float:
     """ε of T Gaussian rounds with noise/sensitivity z at the optimal Rényi order: ρ = T/(2z²),
-    ε = ρ + 2√(ρ log(1/δ)) (RDP of the Gaussian mechanism, Mironov 2017; the seed's convention is z = 2σ)."""
+    ε = ρ + 2√(ρ log(1/δ)) (RDP of the Gaussian mechanism, Mironov 2017; the source's convention is z = 2σ)."""
     if not z > 0:
         raise ValueError(f"z must be > 0, got {z!r}")
     _check_privacy(1.0, delta)
@@ -460,7 +460,7 @@ def _check_privacy(epsilon: float, delta: float) -> None:
 
 def simulate_retrains(num_clients: int, rounds: int, k: int, x: int, probability: float, *, trials: int,
                       generator: torch.Generator, first_round: int = 2) -> dict[str, float]:
-    """The retrain-trigger model of spec card §6.3: each round a random balanced partition of the active clients
+    """Our retrain-trigger model: each round a random balanced partition of the active clients
     into ⌊N/k⌋ clusters; requests as :func:`request_schedule`; a retrain rebuilds the clusters from t0 on.
 
     Returns E[#retrains], E[retrained rounds], P(any retrain) and E[#requests].

@@ -1,4 +1,4 @@
-"""FLZ (seed 004, "Learning to Unlearn"): a server-side contribution model, contribution-weighted aggregation, and
+"""FLZ (Wang 2024, "Learning to Unlearn"): a server-side contribution model, contribution-weighted aggregation, and
 unlearning by dropping a client's share (eqs. 3.5-3.13).
 
 Every round the server feeds the concatenated client parameters θ = vec(θ_1..θ_N) to an encoder-decoder: the
@@ -30,7 +30,7 @@ RegForm = Literal["cos", "sq"]
 
 @dataclass(frozen=True)
 class ContributionConfig:
-    """The contribution model and its training schedule (spec card §3, "Reference presets").
+    """The contribution model and its training schedule ("Reference presets").
 
     Attributes:
         z_dim: d, the size of each client's latent contribution z_k.
@@ -44,7 +44,7 @@ class ContributionConfig:
         reg_form: ``"cos"`` (eqs. 3.9b/3.10, −1 + mean cos) or ``"sq"`` (eq. 3.9a, −mean (1 − cos)²).
         theta_target: the θ-regulariser compares θ̃^k_j with the input θ_k (eq. 3.6) or with θ̂_k (the code).
         normalised: ℓ_rec = ‖x − x̂‖²/‖x‖² (eqs. 3.7-3.8) or the code's plain sum of squares.
-        zhat_act: ``"relu"`` on ẑ (the code; π_k can die at exactly 0, spec card A24) or ``"softplus"`` (ours:
+        zhat_act: ``"relu"`` on ẑ (the code; π_k can die at exactly 0) or ``"softplus"`` (ours:
             every client keeps a positive contribution).
     """
 
@@ -127,7 +127,7 @@ def reconstruction_loss(x: Tensor, x_hat: Tensor, *, normalised: bool = True) ->
 
 def orthogonality_loss(cosines: Tensor, form: RegForm = "cos") -> Tensor:
     """ℓ_reg from the cosines cos∠(x, y_j) to the other clients (last dimension): −1 + mean_j cos (eqs. 3.9b,
-    3.10) or −mean_j (1 − cos)² (eq. 3.9a; not equal to 3.9b, spec card §6.1)."""
+    3.10) or −mean_j (1 − cos)² (eq. 3.9a; not equal to 3.9b)."""
     if form == "cos":
         return -1.0 + cosines.mean(-1)
     if form == "sq":
@@ -177,8 +177,8 @@ def contributions(zhat: Tensor) -> Tensor:
 
 
 def contribution_weights(pi: Tensor, keep: Sequence[int] | None = None, *, warn: bool = True) -> Tensor:
-    """π_k / Σ_{j∈keep} π_j over the kept clients (zero elsewhere). If every kept π is 0 (dead contributions,
-    spec card A24) the weights fall back to uniform over the kept clients; both cases are logged unless
+    """π_k / Σ_{j∈keep} π_j over the kept clients (zero elsewhere). If every kept π is 0 (dead contributions)
+    the weights fall back to uniform over the kept clients; both cases are logged unless
     ``warn=False`` (:func:`flz` reports them once per run)."""
     keep = list(range(len(pi))) if keep is None else list(keep)
     if not keep:
@@ -216,7 +216,7 @@ class ContributionTrainer:
 
     def __init__(self, num_clients: int, num_params: int, cfg: ContributionConfig, *, seed: int) -> None:
         gen_state = torch.random.get_rng_state()
-        torch.manual_seed(seed)  # PyTorch's default init under a seed (spec card A29)
+        torch.manual_seed(seed)  # PyTorch's default init under a seed
         self.model = ContributionModel(num_clients, num_params, cfg)
         torch.random.set_rng_state(gen_state)
         self.cfg = cfg
@@ -244,7 +244,7 @@ class ContributionTrainer:
 
 @dataclass(frozen=True)
 class LocalAdam:
-    """LocalTrain of every framework (spec card A0; the code's settings): E epochs of Adam (lr 1e-3, fresh each
+    """LocalTrain of every framework (the code's settings): E epochs of Adam (lr 1e-3, fresh each
     call) over seeded shuffles in batches of 50, cross-entropy."""
 
     epochs: int = 200
@@ -311,7 +311,7 @@ def flz(fed: Federation, init: Tensor, rounds: int, work: LocalAdam, cfg: Contri
         test: tuple[Tensor, Tensor], *, forget: Sequence[int] = (), progress: bool = False,
         warn: bool = True) -> FLZRun:
     """FLZ (Alg. 1, eq. 3.12) for ``rounds`` rounds; each round also evaluates FLZ(unlearn) of ``forget`` (eq. 3.13)
-    without feeding it back (spec card A6; ``forget`` empty: the unlearned model is the global model). The
+    without feeding it back (``forget`` empty: the unlearned model is the global model). The
     contribution model is seeded with the run's seed. ``warn``: log the clients whose π was 0 (a caller that
     reports ``dead_rounds`` itself passes False)."""
     n = fed.num_clients
@@ -344,6 +344,6 @@ def flz(fed: Federation, init: Tensor, rounds: int, work: LocalAdam, cfg: Contri
 def _rounds(rounds: int, progress: bool, desc: str):
     if not progress:
         return range(rounds)
-    from tqdm.auto import tqdm
+    from fedlib.progress import progress_bar
 
-    return tqdm(range(rounds), desc=desc, leave=False)
+    return progress_bar(range(rounds), desc=desc, leave=False)

@@ -2,7 +2,7 @@
 
 :func:`~fedlib.unlearning.stage.run_stage` tracks Ψ inside fedlib's own loop; a server driven by something
 else (Flower, see :mod:`fedlib.flower`) records each round here instead. After round n with participants S_n,
-every sampled client's Ψ grows by p_i/(1 − p_i) ‖θ_i^{n+1} − θ^{n+1}‖ (seed 002 eq. 8 simplified by eqs.
+every sampled client's Ψ grows by p_i/(1 − p_i) ‖θ_i^{n+1} − θ^{n+1}‖ (SIFU eq. 8 simplified by eqs.
 43-45). A request to forget clients W is then served as IFU does (Alg. 2): roll back to T, the last round
 with Ψ(T, W) ≤ Ψ* = εσ/c_δ (eqs. 13-14), perturb θ^T with N(0, σ² I) and retrain without W.
 """
@@ -25,7 +25,7 @@ class SensitivityLedger:
         init: θ^0.
         num_clients: M (columns of Ψ).
         members: ``|I|``, the number of clients trained on; the increment weight is 1/(``|I|`` − 1) (the paper's
-            p_i/(1 − p_i) with p_i = 1/``|I|``), or 1/(``|S_n|`` − 1) with ``sampling_aware`` (spec card A4, ours).
+            p_i/(1 − p_i) with p_i = 1/``|I|``), or 1/(``|S_n|`` − 1) with ``sampling_aware`` (ours).
         sampling_aware: weight by the realised participants instead.
     """
 

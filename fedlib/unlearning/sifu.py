@@ -1,4 +1,4 @@
-"""IFU and SIFU (seed 002): informed federated unlearning from the bounded sensitivity Ψ, and its sequential
+"""IFU and SIFU (the SIFU paper): informed federated unlearning from the bounded sensitivity Ψ, and its sequential
 version with a branching history and an oracle of branch nodes.
 
 On a request to forget clients W, the server rolls back to the last round T at which every client of W had
@@ -47,7 +47,7 @@ def noise_std(psi: float, epsilon: float, delta: float) -> float:
 def psi_star(sigma: float, epsilon: float, delta: float, calibration: Calibration = "classical") -> float:
     """Ψ* = εσ/c_δ, the largest sensitivity noise σ unlearns (eq. 13).
 
-    ``calibration="analytic"`` (ours, spec card A8): Ψ* = r·σ with r the largest Δ/σ for which the Gaussian
+    ``calibration="analytic"`` (ours): Ψ* = r·σ with r the largest Δ/σ for which the Gaussian
     mechanism is truly (ε, δ)-DP; the paper's c_δ bound is proved only for ε < 1 and at ε = 10, δ = 0.01 gives
     δ ≈ 0.041 (see :func:`fedlib.privacy.mechanisms.gaussian_delta`).
     """
@@ -62,7 +62,7 @@ def psi_star(sigma: float, epsilon: float, delta: float, calibration: Calibratio
 
 
 def restart_index(psi: Tensor, threshold: float, *, upto: int | None = None) -> int:
-    """T = argmax_n {Ψ(n) ≤ Ψ*} (eq. 14, eq. 18), computed as the first exceedance minus one (spec card A13),
+    """T = argmax_n {Ψ(n) ≤ Ψ*} (eq. 14, eq. 18), computed as the first exceedance minus one,
     or the last round if Ψ never exceeds Ψ*. ``psi`` is Ψ(n, ·) of one client or the max over a set (n = 0..N);
     ``upto`` limits the search to n ≤ upto (a cut oracle node)."""
     column = psi if upto is None else psi[: upto + 1]

@@ -1,6 +1,6 @@
 """FedAvg with per-client sensitivity tracking and an accuracy stopping rule: one "stage" of SIFU's history.
 
-Seed 002 (SIFU) §3-§4 and spec card A0/A1: every round the server samples m of the remaining clients, each
+The SIFU paper, §3-§4: every round the server samples m of the remaining clients, each
 runs K local SGD steps from θ^n, the server averages the local models (η_g = 1) and adds to every sampled
 client's bounded sensitivity Ψ(n, i) the norm by which dropping it would move the aggregate (eqs. 8, 45).
 A stage stops once the mean accuracy of the remaining clients on their own data reaches a* (and at least
@@ -22,7 +22,7 @@ from fedlib.rng import make_generator
 
 @dataclass(frozen=True)
 class StageConfig:
-    """Hyper-parameters of local work and of the stopping rule (seed 002 Table 1; spec card A0-A1).
+    """Hyper-parameters of local work and of the stopping rule (the SIFU paper Table 1).
 
     Attributes:
         clients_per_round: m, sampled uniformly without replacement among the remaining clients.
@@ -32,7 +32,7 @@ class StageConfig:
         momentum: local heavy-ball momentum, reset every round (authors' code: 0.9; 0 is plain SGD).
         target_accuracy: a*, the mean accuracy of the remaining clients on their own data that ends a stage.
         min_rounds, max_rounds: the stage runs at least / at most this many aggregations (paper: 50 / 10,000).
-        sampling_aware: Ψ increments with 1/(``|S_n|`` − 1) (the realised weights, spec card A4; ours) instead
+        sampling_aware: Ψ increments with 1/(``|S_n|`` − 1) (the realised weights; ours) instead
             of the paper's p_i/(1 − p_i) = 1/(``|I_r|`` − 1).
     """
 
@@ -110,7 +110,7 @@ class Stage:
     Attributes:
         psi: Ψ(n, i) for n = 0..rounds and every client (zero for non-members), float64 (rounds+1, M).
         snapshots: θ^n kept for the rounds some pointer refers to (the last round each client stayed at or
-            below each tracked threshold, spec card A1.7), plus θ^0 and the final model.
+            below each tracked threshold), plus θ^0 and the final model.
         accuracy: the stopping rule's mean member accuracy, per evaluated round n = 0..rounds.
         client_updates: local trainings performed (the clients' cost).
     """
@@ -149,7 +149,7 @@ def run_stage(fed: Federation, cfg: StageConfig, start: Tensor, members: Sequenc
               thresholds: Sequence[float] = (), server_step: ServerStep = fedavg_step,
               observers: Sequence[Callable[[RoundRecord], None]] = (), stream: str = "stage",
               progress: bool = False) -> Stage:
-    """Run FedAvg on ``members`` from ``start`` until the stopping rule (spec card A1), tracking Ψ.
+    """Run FedAvg on ``members`` from ``start`` until the stopping rule, tracking Ψ.
 
     Random streams are keyed by (seed, ``stream``, ``index``, round[, client]), so two schemes that run stage r
     from the same start produce the same trajectory (σ = 0 SIFU ≡ SCRATCH).
@@ -174,8 +174,8 @@ def run_stage(fed: Federation, cfg: StageConfig, start: Tensor, members: Sequenc
     stage = Stage(index, members, start.clone(), theta, 0, psi, snapshots, accuracy)
     bar = None
     if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=cfg.max_rounds, desc=f"{stream} {index}", leave=False)
+        from fedlib.progress import progress_bar
+        bar = progress_bar(total=cfg.max_rounds, desc=f"{stream} {index}", leave=False)
     x_members, y_members = fed.x[list(members)], fed.y[list(members)]  # gathered once: evaluated every round
     n = 0
     while True:

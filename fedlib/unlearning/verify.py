@@ -65,11 +65,11 @@ REMEMBERS = "control: remembers"
 FORGOT = "control: forgot"
 
 
-# --- the paper's watermark (seed 002 §5.3) ---------------------------------------------------------------------
+# --- the SIFU paper's watermark (§5.3) -------------------------------------------------------------------------
 
 def watermark_positions(group: int, shape: Sequence[int], count: int = 10, *, seed: int = 42) -> Tensor:
     """The ``count`` array entries (flat indices into one image of ``shape``) of watermark group ``group``,
-    drawn from the (seed + group) stream as in the authors' code (spec card §4, A19: one pattern per i mod 10)."""
+    drawn from the (seed + group) stream as in the authors' code (one pattern per i mod 10)."""
     numel = 1
     for s in shape:
         numel *= int(s)
@@ -80,7 +80,7 @@ def watermark_positions(group: int, shape: Sequence[int], count: int = 10, *, se
 
 
 def add_watermark(images: Tensor, positions: Tensor) -> Tensor:
-    """Images (N, C, H, W) with the entries at ``positions`` set to each image's maximum (seed 002 §5.3;
+    """Images (N, C, H, W) with the entries at ``positions`` set to each image's maximum (the SIFU paper §5.3;
     labels unchanged). Apply to raw pixels, before normalisation."""
     flat = images.reshape(len(images), -1).clone()
     flat[:, positions] = flat.max(1, keepdim=True).values
