@@ -32,7 +32,7 @@ from torch.func import functional_call, grad, vmap
 
 from fedlib.data.datasets import Split
 from fedlib.fl.backprop import batched_mlp_grads, mlp_linears
-from fedlib.fl.client import LocalSGD
+from fedlib.fl.client import LocalSGD, sgd_step_
 from fedlib.rng import derive_seed
 
 #: the label of padding entries in :func:`stack_padded`'s ``y``
@@ -322,11 +322,7 @@ class BatchedLocalTrainer:
             for s in range(steps):
                 batch = slice(s * opt.batch_size, (s + 1) * opt.batch_size)
                 grads, losses = batched_mlp_grads(layers[0::2], layers[1::2], xs[:, batch], ys[:, batch])
-                if bufs is not None:
-                    torch._foreach_mul_(bufs, opt.momentum)
-                    torch._foreach_add_(bufs, grads, alpha=1.0 - opt.dampening)
-                    grads = bufs
-                torch._foreach_add_(layers, grads, alpha=-lr)
+                sgd_step_(layers, grads, bufs, opt, lr)
                 total += losses
             last = total / steps
         updates = start - torch.cat([p.reshape(m, -1) for p in layers], dim=1)

@@ -58,6 +58,17 @@ class LocalSGD:
             raise ValueError(f"dampening must be in [0, 1], got {self.dampening!r}")
 
 
+def sgd_step_(params: list[Tensor], grads: list[Tensor], bufs: list[Tensor] | None, opt: LocalSGD,
+              lr: float) -> None:
+    """One local SGD step in place, as ``torch.optim.SGD``: v ← μ v + (1 − τ) g with momentum μ and dampening τ
+    (``bufs`` None: no momentum, v = g), then θ ← θ − η v."""
+    if bufs is not None:
+        torch._foreach_mul_(bufs, opt.momentum)
+        torch._foreach_add_(bufs, grads, alpha=1.0 - opt.dampening)
+        grads = bufs
+    torch._foreach_add_(params, grads, alpha=-lr)
+
+
 class LocalTrainer:
     """Trains any client on one persistent ``model``.
 
@@ -106,11 +117,7 @@ class LocalTrainer:
                 batch = slice(s * opt.batch_size, (s + 1) * opt.batch_size)
                 grads, loss = self.gradients(xs[batch], ys[batch], anchor)
                 with torch.no_grad():
-                    if bufs is not None:
-                        torch._foreach_mul_(bufs, opt.momentum)
-                        torch._foreach_add_(bufs, grads, alpha=1.0 - opt.dampening)
-                        grads = bufs
-                    torch._foreach_add_(params, grads, alpha=-lr)
+                    sgd_step_(params, grads, bufs, opt, lr)
                 total += loss
             last_loss = float(total) / steps
         return start - get_flat(self.model), last_loss
