@@ -107,9 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--units", type=_natural, default=None, help="full mode: run at most N missing units, then stop")
     run.add_argument("--budget", type=_positive_float, default=None,
                      help="full mode: start no new unit after this many minutes")
+    run.add_argument("--only", action="append", default=None, metavar="PATTERN", help=(
+        "full mode: compute only units whose id matches this shell pattern, e.g. 'attack/*/one-round/*' "
+        "(repeatable; `python -m fedlib status --missing` lists the ids)"))
 
     status = sub.add_parser("status", help="full mode: units done / total per chapter and the time left")
     status.add_argument("--out", default=None, help="results root (default: $FEDLIB_RESULTS or results/)")
+    status.add_argument("--missing", action="store_true", help="also list the ids of the units not run yet")
 
     sweep = sub.add_parser("sweep", help="register a chapter's quick-mode verdicts: seeds × torch threads")
     sweep.add_argument("chapter", choices=CHAPTERS)
@@ -197,6 +201,8 @@ def _status(args: argparse.Namespace) -> int:
         left_text = "–" if summary["not_run"] == 0 else "?" if left is None else f"{left / 3600:.1f} h"
         blocked = "; ".join(f"{u}: {r}" for u, r in summary["blocked"].items()) or "–"
         print(f"{chapter:14} {summary['done']:>4} / {summary['total']:<4}  {left_text:>10}  {blocked}")
+        if args.missing:
+            print("".join(f"    {unit}\n" for unit in summary["missing"]), end="")
     return 0
 
 
@@ -205,13 +211,14 @@ def _run(args: argparse.Namespace) -> int:
     from fedlib.ledger import format_value
     from fedlib.units import Budget, estimate_left
 
-    if args.mode == "quick" and (args.units is not None or args.budget is not None):
-        raise UsageError("--units/--budget: only full mode is split into units; quick mode runs whole")
+    if args.mode == "quick" and (args.units is not None or args.budget is not None or args.only is not None):
+        raise UsageError("--units/--budget/--only: only full mode is split into units; quick mode runs whole")
     _writable("--out", args.out)
     _writable("--checkpoints", args.checkpoints)
     budget = None
-    if args.units is not None or args.budget is not None:
-        budget = Budget(units=args.units, seconds=None if args.budget is None else args.budget * 60)
+    if args.units is not None or args.budget is not None or args.only is not None:
+        budget = Budget(units=args.units, seconds=None if args.budget is None else args.budget * 60,
+                        only=None if args.only is None else tuple(args.only))
     if args.mode == "full" and supports(args.chapter, "units"):
         plan = run_chapter(args.chapter, "full", seed=args.seed, out=args.out, plan_only=True).units
         left = estimate_left(plan)

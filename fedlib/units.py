@@ -17,6 +17,7 @@ import json
 import math
 import re
 import time
+from fnmatch import fnmatchcase
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,13 +33,15 @@ class UnitFileError(ValueError):
 
 @dataclass
 class Budget:
-    """How much a run may compute: at most ``units`` new units and/or ``seconds`` of wall time (None: no limit).
+    """How much a run may compute: at most ``units`` new units and/or ``seconds`` of wall time (None: no limit),
+    and only units whose id matches one of the shell patterns ``only`` (None: any unit).
 
     A unit that has started always finishes; the budget is checked before starting the next one.
     """
 
     units: int | None = None
     seconds: float | None = None
+    only: tuple[str, ...] | None = None
     started: float = field(default_factory=time.perf_counter)
     used: int = 0
 
@@ -48,8 +51,15 @@ class Budget:
             raise ValueError(f"units must be an int >= 0 or None, got {self.units!r}")
         if self.seconds is not None and not self.seconds >= 0:
             raise ValueError(f"seconds must be >= 0 or None, got {self.seconds!r}")
+        if self.only is not None and (isinstance(self.only, str) or not self.only
+                                      or not all(isinstance(p, str) and p for p in self.only)):
+            raise ValueError(f"only must be a non-empty tuple of non-empty unit-id patterns or None, "
+                             f"got {self.only!r}")
 
-    def allows(self) -> bool:
+    def allows(self, unit_id: str | None = None) -> bool:
+        """Whether a new unit may start (``unit_id``: also whether it is one of those selected by ``only``)."""
+        if unit_id is not None and self.only is not None and not any(fnmatchcase(unit_id, p) for p in self.only):
+            return False
         if self.units is not None and self.used >= self.units:
             return False
         return self.seconds is None or time.perf_counter() - self.started < self.seconds
@@ -128,7 +138,7 @@ class Units:
             self.state[unit_id] = "done"
             self.seconds[unit_id] = stored["elapsed_s"]
             return stored["result"]
-        if self.plan_only or (self.budget is not None and not self.budget.allows()):
+        if self.plan_only or (self.budget is not None and not self.budget.allows(unit_id)):
             self.state[unit_id] = "not run"
             return None
         began = time.perf_counter()

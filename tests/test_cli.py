@@ -62,7 +62,8 @@ def test_non_finite_and_out_of_range_arguments(argv, message, capsys):
     (["privacy", "sigma", "--epsilon", "1e-9", "--q", "0.04", "--steps", "2250", "--delta", "1e-5"],
      "target_epsilon=1e-09 is too small to reach"),
     (["run", "foundations", "--checkpoints", "ckpt"], "chapter 'foundations' does not support checkpoints"),
-    (["run", "foundations", "--units", "3"], "--units/--budget: only full mode is split into units"),
+    (["run", "foundations", "--units", "3"], "--units/--budget/--only: only full mode is split into units"),
+    (["run", "foundations", "--only", "x"], "--units/--budget/--only: only full mode is split into units"),
 ])
 def test_unanswerable_requests_exit_2_with_one_line(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -41,6 +41,18 @@ def test_budget_and_plan_compute_nothing_beyond_their_limit(tmp_path):
         Budget(units=-1)
 
 
+def test_only_computes_the_selected_units(tmp_path):
+    units = Units("privacy_eval", "full", 0, folder=tmp_path, budget=Budget(only=("attack/*/one-round/*", "mechanism")))
+    assert units.run("attack/cosine/one-round/round1", 1, lambda: {"x": 1}) == {"x": 1}
+    assert units.run("mechanism", 2, lambda: {"x": 2}) == {"x": 2}
+    assert units.run("attack/cosine/all-round/round5", 3, lambda: 1 / 0) is None  # not selected: not run, no file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["attack_cosine_one-round_round1.json", "mechanism.json"]
+    assert units.summary()["missing"] == ["attack/cosine/all-round/round5"]
+    for bad in ("mechanism", (), ("",)):
+        with pytest.raises(ValueError, match="only must be"):
+            Budget(only=bad)
+
+
 def test_unit_files_are_checked(tmp_path):
     Units("flz", "full", 0, folder=tmp_path).run("x", 0, lambda: {"v": 1})
     path = tmp_path / "x.json"
