@@ -4,20 +4,66 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import math
+
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.ticker import MaxNLocator
 
 from fedlib.results import Results
 
+#: The book's text column is 784 px wide; at the figures' 110 dpi that is 7.1 inches. A figure at most this wide is
+#: shown unscaled, so its 10 pt text stays 10 pt (a 15-inch figure would be shrunk to 4.7 pt).
+COLUMN_IN = 7.1
 STYLE = {
-    "figure.figsize": (6.4, 3.8), "figure.dpi": 110, "axes.grid": True, "grid.alpha": 0.3,
+    "figure.figsize": (COLUMN_IN, 3.6), "figure.dpi": 110, "axes.grid": True, "grid.alpha": 0.3,
     "axes.spines.top": False, "axes.spines.right": False, "legend.frameon": False, "font.size": 10,
+    "legend.fontsize": 10,
 }
 
 
 def apply_style() -> None:
-    """Use the book's figure style for every later figure."""
+    """Use the book's figure style for every later figure, and (in Jupyter) PNGs at twice the resolution, shown at
+    their nominal size, so that figures stay sharp on high-resolution screens."""
     plt.rcParams.update(STYLE)
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+    except ImportError:
+        return
+    if get_ipython() is not None:
+        set_matplotlib_formats("retina")
+
+
+def panels(nrows: int = 1, ncols: int = 1, *, row_height: float = 3.2, max_columns: int = 2,
+           **subplots_kw) -> tuple[plt.Figure, object]:
+    """``plt.subplots(nrows, ncols, ...)`` sized for the book's column (:data:`COLUMN_IN` wide).
+
+    A single row of more than ``max_columns`` panels is laid out over several rows (unused cells removed), but the
+    axes come back in the shape ``plt.subplots`` gives, so ``axes[k]`` (or ``axes[0][k]`` with ``squeeze=False``)
+    is still the k-th panel.
+    """
+    if nrows < 1 or ncols < 1:
+        raise ValueError(f"nrows and ncols must be >= 1, got {nrows} and {ncols}")
+    if "figsize" in subplots_kw:
+        raise ValueError("panels sizes the figure for the book's column; pass row_height instead of figsize")
+    squeeze = subplots_kw.pop("squeeze", True)
+    wrap = nrows == 1 and ncols > max_columns
+    rows, cols = (math.ceil(ncols / max_columns), max_columns) if wrap else (nrows, ncols)
+    height = (3.6 if rows == cols == 1 else row_height) * rows
+    subplots_kw.setdefault("layout", "constrained")
+    fig, grid = plt.subplots(rows, cols, figsize=(COLUMN_IN, height), squeeze=False, **subplots_kw)
+    flat = grid.ravel()
+    for ax in flat[nrows * ncols:]:
+        ax.remove()
+    axes = np.empty(nrows * ncols, dtype=object)
+    axes[:] = list(flat[:nrows * ncols])
+    axes = axes.reshape(nrows, ncols)
+    if squeeze:
+        axes = axes.squeeze()
+        axes = axes.item() if axes.ndim == 0 else axes
+    return fig, axes
 
 
 def plot_series(results: Results, names: Sequence[str], *, ax: Axes | None = None, xlabel: str = "round",
@@ -42,6 +88,8 @@ def plot_series(results: Results, names: Sequence[str], *, ax: Axes | None = Non
                 marker="." if len(s["x"]) < 40 else None)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
+    if "round" in xlabel:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     if logy:
         ax.set_yscale("log")
     if title:
@@ -109,7 +157,9 @@ def image_grid(results: Results, names: Sequence[str], *, labels: Sequence[str] 
     if len(labels) != len(names):
         raise ValueError(f"labels must have one entry per name ({len(names)}), got {len(labels)}")
     cols = min(columns, min(len(results.images[n]) for n in names))
-    fig, axes = plt.subplots(len(names), cols, figsize=(1.1 * cols + 1.6, 1.1 * len(names) + 0.4), squeeze=False)
+    cell = min(1.1, (COLUMN_IN - 1.8) / cols)  # 1.8 in on the left for the labels: the grid fits the column
+    fig, axes = plt.subplots(len(names), cols, figsize=(cell * cols + 1.8, cell * len(names) + 0.4), squeeze=False,
+                             layout="tight")
     for row, (name, label) in enumerate(zip(names, labels)):
         for col in range(cols):
             ax = axes[row][col]
@@ -118,8 +168,7 @@ def image_grid(results: Results, names: Sequence[str], *, labels: Sequence[str] 
             ax.set_yticks([])
             for spine in ax.spines.values():
                 spine.set_visible(False)
-        axes[row][0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=8)
+        axes[row][0].set_ylabel(label, rotation=0, ha="right", va="center")
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
     return fig

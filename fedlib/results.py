@@ -232,14 +232,50 @@ def table_markdown(results: Results, table_id: str) -> str:
     table = results.tables[table_id]
     rows = table["rows"]
     columns = list(dict.fromkeys(k for r in rows for k in r))
-    lines = [f"**{table_id}: {table['title']}**", "", "| " + " | ".join(columns) + " |",
+    lines = [f"**{table_id}: {table['title']}**", "", "| " + " | ".join(header_label(c) for c in columns) + " |",
              "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(_fmt(r.get(c)) for c in columns) + " |" for r in rows]
     return "\n".join(lines)
 
 
+#: Column headers a reader can read, for results keys that are not already words or a seed's symbol.
+HEADERS = {
+    "Delta": "Δ", "accuracy_forgotten": "accuracy (forgotten)", "accuracy_remaining": "accuracy (remaining)",
+    "audit_exceeds_claim": "audit exceeds claim", "audit_exceeds_thesis_claim": "audit exceeds thesis's claim",
+    "audited_eps_lb": "audited ε (lower bound)", "claimed_eps": "claimed ε", "csr": "client sampling rate",
+    "d_l": "d_l", "default_mode": "default mode", "dp": "DP", "epsilon": "ε", "epsilon_accountant": "ε (accountant)",
+    "epsilon_as_run": "ε (as run)", "epsilon_claimed": "ε (claimed)", "epsilon_given_clusters": "ε (given clusters)",
+    "epsilon_no_anonymity": "ε (no anonymity)", "epsilon_ours": "ε (ours)", "epsilon_per_client": "ε per client",
+    "epsilon_thesis": "ε (thesis)", "eq15_at_printed_sigma": "eq. 15 at the printed σ",
+    "exact_images_accuracy": "accuracy (exact test images)", "fedAvg": "fedAvg", "fedAvg_retrain_MB": "fedAvg_retrain (MB)",
+    "fedEraser_MB": "fedEraser (MB)", "fpr": "FPR", "global_accounting_best": "best (global accounting)",
+    "k-IPfedAvg_MB": "k-IPfedAvg (MB)", "kl_to_retrained": "KL to retrained", "l1": "ℓ1", "l3": "ℓ3",
+    "lambda": "λ", "lambda1": "λ1", "lambda2": "λ2", "lambda_paper": "λ (paper)", "ldp_delta_ours": "LDP δ (ours)",
+    "loss_auc": "loss-attack AUC", "lr": "learning rate", "m_e": "m_e", "m_star": "m*", "m_tcs": "m_tcs",
+    "max_abs_difference": "max |difference|", "max_certifiable_eps": "largest certifiable ε",
+    "mia_auc": "MIA AUC", "mia_tpr_at_01pct": "MIA TPR at 0.1 % FPR", "mia_tpr_at_1pct": "MIA TPR at 1 % FPR",
+    "n_i": "n_i", "nonconvex_bound_T52": "non-convex bound (T = 52)", "nore1": "Fed-nore-1", "nore2": "Fed-nore-2",
+    "nore1_gain": "Fed-nore-1 gain", "nore2_gain": "Fed-nore-2 gain", "noise_over_update": "noise / update",
+    "noise_over_update_mean_of_m": "noise / update (mean of m)", "noise_std_on_mean": "noise std on the mean",
+    "ours_mean_of_m": "ours (mean of m)", "ours_rowwise_l2": "ours (row-wise L2)", "p_any": "P(any retrain)",
+    "paper_std": "paper (std)", "q": "q", "q1": "q1", "rounds_ours": "rounds (ours)", "rounds_paper": "rounds (paper)",
+    "rounds_to_plain_best": "rounds to plain's best", "rounds_to_plain_ours": "rounds to plain's best (ours)",
+    "rounds_to_plain_paper": "rounds to plain's best (paper)", "run_epsilon_as_run": "ε of the run (as run)",
+    "run_epsilon_thesis": "ε of the run (thesis)", "saving_incl_indices": "saving incl. indices",
+    "sensitivity_claim": "sensitivity (claimed)", "sigma": "σ", "sigma2_if_m_is_m_tcs": "σ² if m = m_tcs",
+    "sigma_thesis": "σ (thesis)", "spec_corrected": "corrected", "std_over_x": "std / x",
+    "std_rowwise_l2": "std (row-wise L2)", "thesis_claimed_eps": "thesis's claimed ε", "top_rate": "top-k rate",
+    "tpr": "TPR", "zeta2": "ζ²",
+}
+
+
+def header_label(key: str) -> str:
+    """A results key as a column header: :data:`HEADERS`, else its words (``noise_std`` -> "noise std")."""
+    return HEADERS.get(key, key.replace("_", " "))
+
+
 def _html_table(caption: str, columns: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    head = "".join(f"<th>{html.escape(header_label(c))}</th>" for c in columns)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r) + "</tr>" for r in rows)
     # the box scrolls a table wider than the text column (inline style: the same in JupyterLab and Colab);
     # the book's fedlib.css/fedlib.js add a visible cue when it does

@@ -97,3 +97,31 @@ def test_html_tables_show_booleans_as_marks_and_three_significant_digits():
     assert "<td>✓</td><td>✗</td><td>0.848</td><td>5.98e-05</td><td>1,362</td><td>3</td>" in out
     assert [format_number(v) for v in (0.847, 999.7, 12.71, 0.0, float("nan"), 1e8)] == \
         ["0.847", "1,000", "12.7", "0", "nan", "1e+08"]
+
+
+def test_column_headers_are_words_or_the_sources_symbols():
+    from fedlib.results import rows_html
+
+    out = rows_html("T", [{"sigma": 1.0, "noise_over_update_mean_of_m": 2.0, "m_tcs": 3, "rounds_paper": 52}])
+    assert "<th>σ</th><th>noise / update (mean of m)</th><th>m_tcs</th><th>rounds (paper)</th>" in out
+
+
+def test_panels_fit_the_column_and_keep_the_axes_shape_of_subplots():
+    import matplotlib
+    import numpy as np
+
+    matplotlib.use("Agg")
+    from fedlib.plotting import COLUMN_IN, image_grid, panels
+
+    fig, axes = panels(1, 3, sharey=True)  # wrapped over two rows, returned as plt.subplots(1, 3) would
+    assert axes.shape == (3,) and len(fig.axes) == 3
+    assert fig.get_figwidth() == COLUMN_IN and fig.get_figheight() > 3.6
+    fig, axes = panels(1, 3, squeeze=False)
+    assert axes.shape == (1, 3) and len({id(a) for a in axes[0]}) == 3
+    fig, ax = panels()
+    assert fig.get_size_inches().tolist() == [COLUMN_IN, 3.6] and hasattr(ax, "plot")
+    with pytest.raises(ValueError, match="row_height instead of figsize"):
+        panels(1, 2, figsize=(12, 4))
+    res = Results("privacy_eval", "quick", 0, {})
+    res.add_images("a", np.random.rand(10, 3, 8, 8))
+    assert image_grid(res, ["a"], columns=10).get_figwidth() <= COLUMN_IN + 1e-9  # 10 images still fit the column
