@@ -165,10 +165,15 @@ def ledger_html(results: Results) -> str:
     registered by the quick-mode seed sweep with its spread, this run's value, and the full run's verdict."""
     from fedlib.results import results_dir, rows_html
 
+    from fedlib.ledger import load_registry
+
     root = results.path().parents[1] if results.path().exists() else results_dir()
+    registry = load_registry(results.chapter)
+    swept = "no sweep registered" if registry is None else (
+        f"seeds {', '.join(map(str, registry['seeds']))}; {' and '.join(map(str, registry['threads']))} thread(s)")
     rows = [{"statement (source)": f"{r['paper']} ({r['evidence']})" + (" [fact]" if r["kind"] == "fact" else ""),
              "setting": r["setting"] or "–", "measured": r["metric"], "test": r["test"],
-             "quick verdict (seeds 0-4, 1 and 2 threads)": r["quick"], "quick spread": r["quick spread"],
+             f"quick verdict ({swept})": r["quick"], "quick spread": r["quick spread"],
              "this run": r["this run"], "full": r["full"], "full value": r["full value"]}
             for r in ledger_rows(results.chapter, root)]
     return rows_html("The source's statements checked on our runs", rows)

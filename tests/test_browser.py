@@ -1,7 +1,8 @@
 """Every page of the built book opened in headless Chromium (Playwright driving the system's browser): a title,
 no traceback anywhere, every image loaded, every internal link pointing at a file that exists, math typeset from
 the build's own MathJax (no CDN), no tqdm widget views saved into a page, no absolute paths of the machine that
-built it, and no table wider than the text column without a visible scroll cue. A screenshot per page lands in
+built it, no table wider than the text column without a visible scroll cue, no figure shown smaller than it was
+drawn, one search box, and no JavaScript error. A screenshot per page lands in
 ``_build/screenshots/`` (CI artifact).
 
 :func:`page_problems` holds the checks of one page, so they can also be run on a build made with
@@ -82,6 +83,13 @@ def book_pages(html: Path) -> list[Path]:
     return sorted((html / "notebooks").glob("*.html")) + sorted((html / "book").glob("*.html"))
 
 
+#: figures in cell outputs that the page shows smaller than they were drawn (their text shrinks with them)
+SHRUNK_FIGURES_JS = """() => Array.from(document.querySelectorAll(".cell_output img")).map(i => ({
+  src: (i.getAttribute("src") || "").slice(0, 60),
+  drawn: Number(i.getAttribute("width")) || i.naturalWidth, shown: i.getBoundingClientRect().width,
+})).filter(f => f.shown > 0 && f.shown < 0.95 * f.drawn)"""
+
+
 def page_problems(page, path: Path) -> list[str]:
     """Open ``path`` in the Playwright ``page`` and list what a reader would find wrong with it."""
     name = f"{path.parent.name}/{path.stem}"
@@ -89,6 +97,12 @@ def page_problems(page, path: Path) -> list[str]:
     source = path.read_text(encoding="utf-8")
     if WIDGET_VIEW in source:
         problems.append(f"{name}: {source.count(WIDGET_VIEW)} widget views saved in the page (tqdm bars?)")
+    errors: list[str] = []
+
+    def on_error(err) -> None:
+        errors.append(str(err))
+
+    page.on("pageerror", on_error)
     page.goto(path.as_uri(), wait_until="load")
     # MathJax typesets after the load event; wait for it where the page loads it
     page.evaluate("async () => { if (window.MathJax && MathJax.startup && MathJax.startup.promise) "
@@ -125,6 +139,14 @@ def page_problems(page, path: Path) -> list[str]:
         url = urlparse(href)
         if url.scheme == "file" and not Path(unquote(url.path)).exists():
             problems.append(f"{name}: broken link {href}")
+    for fig in page.evaluate(SHRUNK_FIGURES_JS):
+        problems.append(f"{name}: figure {fig['src']!r} drawn {fig['drawn']} px wide, shown at {fig['shown']:.0f} px "
+                        f"({fig['shown'] / fig['drawn']:.0%}: its text shrinks too)")
+    searches = page.locator(".search-button-field:visible, input[type=search]:visible").count()
+    if searches > 1:
+        problems.append(f"{name}: {searches} search boxes")
+    page.remove_listener("pageerror", on_error)
+    problems += [f"{name}: JavaScript error: {err}" for err in errors]
     return problems
 
 
@@ -173,7 +195,12 @@ BAD_PAGE = """<!DOCTYPE html><html><head><title>Bad page</title>
 <div class="cell_output"><pre>Traceback (most recent call last):</pre></div>
 <table><caption>overflows the page</caption><tr><td style="min-width: 1500px">x</td></tr></table>
 <div class="wide"><table><caption>scrolls without a cue</caption><tr><td style="min-width: 1500px">x</td></tr></table>
-</div><table><caption>fits</caption><tr><td>x</td></tr></table></article></main></body></html>"""
+</div><table><caption>fits</caption><tr><td>x</td></tr></table>
+<div class="cell_output"><img style="max-width: 100%" width="1500" src="data:image/png;base64,\
+iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="></div>
+<button class="search-button-field">Search</button><button class="search-button-field">Search</button>
+<script>const THEBE_JS_URL = 1;</script><script>const THEBE_JS_URL = 2;</script>
+</article></main></body></html>"""
 
 
 def test_the_page_checks_catch_what_they_look_for(tmp_path):
@@ -190,7 +217,8 @@ def test_the_page_checks_catch_what_they_look_for(tmp_path):
         problems = "\n".join(page_problems(browser.new_page(viewport={"width": 1280, "height": 900}), path))
         browser.close()
     for expected in ("widget views", "traceback", "absolute paths in text: ['/tmp/", "untypeset TeX",
-                     "'overflows the page'", "'scrolls without a cue'"):
+                     "'overflows the page'", "'scrolls without a cue'", "drawn 1500 px wide, shown at 784 px",
+                     "2 search boxes", "JavaScript error: ", "already been declared"):
         assert expected in problems, f"{expected!r} not reported:\n{problems}"
     assert "'fits'" not in problems and "without a visible scroll cue" in problems and "overflows the page" in problems
 
