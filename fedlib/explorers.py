@@ -28,7 +28,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 
-from fedlib.plotting import grouped_bars, image_grid
+from fedlib.plotting import COLUMN_IN, grouped_bars, image_grid, panels
 from fedlib.privacy.accountant import calibrate_noise_multiplier, epsilon_curve
 from fedlib.results import Results, rows_html
 
@@ -68,7 +68,7 @@ def _headless() -> bool:
 def epsilon_figure(sigmas: tuple[float, ...] = (0.7, 1.0, 2.0, 4.0), *, sample_rate: float = 0.01,
                    rounds: int = 1000, delta: float = 1e-5) -> plt.Figure:
     """The calculator's static view: ε over rounds of the sampled Gaussian mechanism for several σ."""
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    fig, ax = plt.subplots(figsize=(COLUMN_IN, 3.6))
     for sigma in sigmas:
         eps = epsilon_curve(noise_multiplier=sigma, sample_rate=sample_rate, steps=rounds, delta=delta)
         ax.plot(np.arange(1, rounds + 1), eps, label=f"σ = {sigma:g}")
@@ -101,7 +101,7 @@ def dp_calculator(*, sigma: float = 1.0, sample_rate: float = 0.01, rounds: int 
         eps = epsilon_curve(noise_multiplier=s.value, sample_rate=q.value, steps=t.value, delta=d.value)
         text.value = (f"<b>ε = {eps[-1]:.4g}</b> after {t.value} rounds (σ = {s.value:.3g}, q = {q.value:.3g}, "
                       f"δ = {d.value:.0e})")
-        fig, ax = plt.subplots(figsize=(6.4, 3.0))
+        fig, ax = plt.subplots(figsize=(COLUMN_IN, 3.0))
         ax.plot(np.arange(1, t.value + 1), eps)
         ax.set_xlabel("rounds")
         ax.set_ylabel("ε")
@@ -203,15 +203,14 @@ UNLEARNING_PANELS = {"rounds": "rounds after the request", "acc_forgotten": "acc
 
 def unlearning_figure(rows: list[dict], *, group: str, title: str) -> plt.Figure:
     """One panel per :data:`UNLEARNING_PANELS` column present in ``rows``: a bar per scheme and ``group``."""
-    panels = [(k, v) for k, v in UNLEARNING_PANELS.items() if any(r.get(k) is not None for r in rows)]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 1, 3.6), squeeze=False)
-    for ax, (key, label) in zip(axes[0], panels):
+    shown = [(k, v) for k, v in UNLEARNING_PANELS.items() if any(r.get(k) is not None for r in rows)]
+    fig, axes = panels(1, len(shown), squeeze=False)
+    for ax, (key, label) in zip(axes[0], shown):
         grouped_bars(rows, group, "scheme", key, ax=ax, ylabel=label)
         ax.get_legend().remove()
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels))
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 3))
     fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 

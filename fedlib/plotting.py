@@ -13,9 +13,10 @@ from matplotlib.ticker import MaxNLocator
 
 from fedlib.results import Results
 
-#: The book's text column is 784 px wide; at the figures' 110 dpi that is 7.1 inches. A figure at most this wide is
-#: shown unscaled, so its 10 pt text stays 10 pt (a 15-inch figure would be shrunk to 4.7 pt).
-COLUMN_IN = 7.1
+#: The book's text column is 688 px wide in a 1280 px browser window (784 px in wider ones); at the figures' 110 dpi
+#: that is 6.25 inches. A figure at most this wide is shown unscaled, so its 10 pt text stays 10 pt (a 15-inch figure
+#: would be shrunk to 4 pt).
+COLUMN_IN = 6.2
 STYLE = {
     "figure.figsize": (COLUMN_IN, 3.6), "figure.dpi": 110, "axes.grid": True, "grid.alpha": 0.3,
     "axes.spines.top": False, "axes.spines.right": False, "legend.frameon": False, "font.size": 10,

@@ -86,7 +86,8 @@ def book_pages(html: Path) -> list[Path]:
 #: figures in cell outputs that the page shows smaller than they were drawn (their text shrinks with them)
 SHRUNK_FIGURES_JS = """() => Array.from(document.querySelectorAll(".cell_output img")).map(i => ({
   src: (i.getAttribute("src") || "").slice(0, 60),
-  drawn: Number(i.getAttribute("width")) || i.naturalWidth, shown: i.getBoundingClientRect().width,
+  drawn: parseFloat(i.style.width) || Number(i.getAttribute("width")) || i.naturalWidth,
+  shown: i.getBoundingClientRect().width,
 })).filter(f => f.shown > 0 && f.shown < 0.95 * f.drawn)"""
 
 

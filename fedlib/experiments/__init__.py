@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import inspect
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,9 @@ def run_chapter(chapter: str, mode: str = "quick", *, seed: int = 0, out: str | 
     ``<checkpoints>/<mode>/``), so an interrupted run resumes inside a unit. A checkpoint written for another run
     (other configuration, algorithm, W^0, partition or data) stops the run with
     :class:`~fedlib.checkpoint.CheckpointMismatch` naming what differs.
+
+    Without ``progress`` (the book's pages) the engine's per-run warnings (a run stopped because it diverged) are
+    not logged: every chapter records divergence in its tables, where the page explains it.
     """
     module = chapter_module(chapter)
     if mode not in MODES:
@@ -61,7 +65,14 @@ def run_chapter(chapter: str, mode: str = "quick", *, seed: int = 0, out: str | 
         units = kwargs["units"] = Units(chapter, mode, seed, folder=folder, budget=budget, plan_only=plan_only)
     elif plan_only or budget is not None:
         raise ValueError(f"chapter {chapter!r} is not split into units yet; it runs whole")
-    results = module.run(config, mode=mode, seed=seed, progress=progress, **kwargs)
+    engine_log = logging.getLogger("fedlib.fl.engine")
+    level = engine_log.level
+    if not progress:
+        engine_log.setLevel(logging.ERROR)
+    try:
+        results = module.run(config, mode=mode, seed=seed, progress=progress, **kwargs)
+    finally:
+        engine_log.setLevel(level)
     if units is not None:
         results.units = units.summary()
     if not plan_only:
