@@ -139,7 +139,8 @@ def totals(root: str | Path | None = None) -> dict[str, dict[str, int]]:
 
 def paper_tables(chapter: str, root: str | Path | None = None) -> list[tuple[str, list[dict[str, Any]]]]:
     """Every paper table (id ``T…``) of a chapter's quick run as (caption, rows), with ``ours`` renamed
-    ``ours (quick)`` and, where the full run has the same table with as many rows, ``ours (full)`` beside it."""
+    ``ours (quick)`` and, where the full run has the same table with as many rows, ``ours (full)`` beside it and
+    ``Δ (full − paper)`` (quick mode's scale differs from the paper's, so only the full run is compared in numbers)."""
     quick = load_results(chapter, "quick", root)
     full = _load(chapter, "full", root)
     full = full if isinstance(full, Results) else None
@@ -154,6 +155,9 @@ def paper_tables(chapter: str, root: str | Path | None = None) -> list[tuple[str
             new = {key: value for key, value in row.items() if key != "ours"}
             new["ours (quick)"] = row.get("ours")
             new["ours (full)"] = full_rows[k].get("ours") if match else None
+            paper, ours = row.get("paper"), new["ours (full)"]
+            numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (paper, ours))
+            new["Δ (full − paper)"] = ours - paper if numeric else None
             rows.append(new)
         note = "" if full is None else "" if match else " (full run: see its results file; rows differ)"
         out.append((f"{table['title']}{note}", rows))

@@ -55,6 +55,7 @@ def test_counts_come_from_the_registered_sweep_and_the_full_run(tmp_path, regist
     assert totals(tmp_path / "r")["full"]["not reproduced"] == 1
     (_, rows), = paper_tables("foundations", tmp_path / "r")
     assert [r["ours (full)"] for r in rows] == [0.9, 0.6] and rows[0]["ours (quick)"] == 0.8
+    assert [r["Δ (full − paper)"] for r in rows] == pytest.approx([0.4, 0.1])
 
 
 def test_a_run_that_contradicts_a_decisive_verdict_is_flagged(tmp_path, registry):
