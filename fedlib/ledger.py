@@ -14,7 +14,8 @@ value into one of three verdicts:
 
 One run is not a verdict. :func:`register` combines the runs of a seed sweep (quick mode: seeds 0-4, 1 and 2 torch
 threads): a verdict is decisive only when *every* run gives it *and* the spread leaves a new seed little room to
-disagree (mean − 2·sd still clears the margin); otherwise the claim is inconclusive at this scale, reported with its
+disagree (mean − 2·sd over the seeds still clears the margin; a seed's runs with other thread counts count once, as
+their mean); otherwise the claim is inconclusive at this scale, reported with its
 spread. The registered verdicts live in ``fedlib/experiments/verdicts/<chapter>.json`` (written by
 ``python -m fedlib sweep``); the report counts them, and CI checks that seed 0 and one other seed agree with every
 decisive one.
@@ -175,9 +176,16 @@ class Registered:
         return min(finite), statistics.median(finite), max(finite)
 
 
-def register(claim: Claim, values: Iterable[float | None]) -> Registered:
-    """Combine the runs of a sweep into one verdict (see the module docstring)."""
+def register(claim: Claim, values: Iterable[float | None], seeds: Sequence[int] | None = None) -> Registered:
+    """Combine the runs of a sweep into one verdict (see the module docstring).
+
+    ``seeds``: each run's seed. Runs of one seed with other torch thread counts must agree with the rest, but count
+    once in the spread (their mean): repeating a seed is not a new sample, and counting it twice would shrink the sd.
+    None: every run is its own seed.
+    """
     values = list(values)
+    if seeds is not None and len(seeds) != len(values):
+        raise ValueError(f"seeds must give one seed per run ({len(values)}), got {len(seeds)}")
     outcomes = [outcome(claim, v) for v in values]
     counts = {o: outcomes.count(o) for o in (*VERDICTS, NOT_RUN) if outcomes.count(o)}
     if not values or NOT_RUN in counts:
@@ -185,8 +193,12 @@ def register(claim: Claim, values: Iterable[float | None]) -> Registered:
     first = outcomes[0]
     if first == "inconclusive" or any(o != first for o in outcomes):
         return Registered("inconclusive", len(values), values, counts)
-    if len(values) > 1:  # a new seed must have little room to fall inside the margin
-        mean, sd = statistics.fmean(values), statistics.stdev(values)
+    by_seed: dict[int, list[float]] = {}
+    for k, v in enumerate(values):
+        by_seed.setdefault(k if seeds is None else seeds[k], []).append(v)
+    samples = [statistics.fmean(vs) for vs in by_seed.values()]
+    if len(samples) > 1:  # a new seed must have little room to fall inside the margin
+        mean, sd = statistics.fmean(samples), statistics.stdev(samples)
         m = claim.threshold
         if claim.direction == "≈":
             room = m - (abs(mean) + 2 * sd) if first == "reproduced" else (abs(mean) - 2 * sd) - 2 * m
@@ -231,7 +243,7 @@ def registered_verdicts(chapter: str, ledger: Sequence[Claim]) -> dict[str, Regi
             continue
         for setting in claim.settings:
             key = claim.key(setting)
-            out[key] = register(claim, [r["values"].get(key) for r in runs])
+            out[key] = register(claim, [r["values"].get(key) for r in runs], [r["seed"] for r in runs])
     return out
 
 

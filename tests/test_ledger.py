@@ -43,6 +43,19 @@ def test_a_verdict_is_decisive_only_when_every_run_gives_it_with_room():
     assert reg.spread == (0.01, 0.02, 0.03) and reg.counts == {"reproduced": 3}
 
 
+def test_a_seed_rerun_with_another_thread_count_is_not_a_new_sample():
+    # SIFU's verify_output_separates: the 2-thread runs repeat the 1-thread values bit for bit; counted as 10
+    # samples they shrank the sd and turned an inconclusive verdict into "reproduced"
+    values = [17.2, 19.6, 21.7, 11.9, 41.0]
+    spread = Claim("s", "x", "y", "z", ">", margin=1.0)
+    assert register(spread, values).verdict == "inconclusive"
+    assert register(spread, values * 2).verdict == "reproduced"  # naive pooling: the artefact
+    assert register(spread, values * 2, seeds=[0, 1, 2, 3, 4] * 2).verdict == "inconclusive"
+    assert register(spread, [*values, *values[:4], -1.0], seeds=[0, 1, 2, 3, 4] * 2).verdict == "inconclusive"
+    with pytest.raises(ValueError, match="one seed per run"):
+        register(spread, values, seeds=[0, 1])
+
+
 def test_evaluate_gives_one_entry_per_claim_and_setting():
     measured = {"gt": {"value": 0.05, "detail": "x"}, "close/mnist": {"value": 0.0, "detail": ""}}
     entries = evaluate([GT, CLOSE], measured, "quick")
