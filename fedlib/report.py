@@ -164,6 +164,29 @@ def paper_tables(chapter: str, root: str | Path | None = None) -> list[tuple[str
     return out
 
 
+def quick_vs_full_html(results: Results) -> str:
+    """What changed between quick and full mode: every claim the committed full run has measured, with the quick
+    verdict (registered), this quick run's value, and the full run's value and verdict; or a line saying how far the
+    full run has got."""
+    from fedlib.results import results_dir, rows_html
+
+    root = results.path().parents[1] if results.path().exists() else results_dir()
+    full = _load(results.chapter, "full", root)
+    rows = [{"claim": r["claim"] + ("" if r["setting"] in (None, "") else f" ({r['setting']})"),
+             "quick verdict": r["quick"], "quick (this run)": r["this run"], "full": r["full value"],
+             "full verdict": r["full"]}
+            for r in ledger_rows(results.chapter, root) if r["full"] in VERDICTS]
+    if not isinstance(full, Results) or not rows:
+        units = full.units if isinstance(full, Results) else {}
+        done = f" ({units.get('done', 0)} of {units['total']} units finished)" if units.get("total") else ""
+        return (f"<p><em>Full mode (the source's own configuration) has not measured any of this chapter's claims "
+                f"yet{done}; see the Running guide to run its units.</em></p>")
+    u = full.units
+    caption = ("Quick and full mode side by side: the claims the committed full run has measured"
+               + (f" ({u['done']} of {u['total']} units finished)" if u.get("total") else ""))
+    return rows_html(caption, rows)
+
+
 def ledger_html(results: Results) -> str:
     """A chapter's ledger as an HTML table for its page: the paper's statement and evidence, our test, the verdict
     registered by the quick-mode seed sweep with its spread, this run's value, and the full run's verdict."""

@@ -9,7 +9,8 @@ import pytest
 
 from fedlib import ledger
 from fedlib.experiments.foundations import LEDGER
-from fedlib.report import chapter_counts, chapter_status, ledger_rows, paper_tables, status_table, totals
+from fedlib.report import (chapter_counts, chapter_status, ledger_rows, paper_tables, quick_vs_full_html,
+                           status_table, totals)
 from fedlib.results import CHAPTERS, Results
 
 VALUES = {"fedavg_iid": 0.0, "noniid_slower": 0.05, "budget_52_rounds": 0.0, "ldp_worse_than_cdp": -0.3}
@@ -74,3 +75,15 @@ def test_a_corrupt_results_file_shows_as_unreadable_and_the_rest_renders(tmp_pat
         len(CHAPTERS)
     with pytest.raises(ValueError, match="chapter"):
         chapter_status("flower", tmp_path)
+
+
+def test_quick_vs_full_lists_only_what_the_full_run_measured(tmp_path, registry, monkeypatch):
+    monkeypatch.setenv("FEDLIB_RESULTS", str(tmp_path / "r"))
+    quick = fake_run("quick", [0.8, 0.7], VALUES)
+    quick.save()
+    assert "has not measured any of this chapter's claims yet" in quick_vs_full_html(quick)
+    full = fake_run("full", [0.9, 0.6], {**VALUES, "noniid_slower": None})
+    full.units = {"done": 3, "total": 7}
+    full.save()
+    out = quick_vs_full_html(quick)
+    assert "3 of 7 units finished" in out and "budget_52_rounds" in out and "noniid_slower" not in out
