@@ -17,7 +17,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = """
-import json, sys
+import json, signal, sys
+# Python ignores SIGINT when it starts with SIGINT ignored (a shell's background job): restore Ctrl-C's behaviour
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from fedlib.experiments import dpfl
 checkpoints = None if sys.argv[1] == "-" else __import__("pathlib").Path(sys.argv[1])
 res = dpfl.run(dpfl.TINY, checkpoints=checkpoints)
