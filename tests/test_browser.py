@@ -2,7 +2,7 @@
 no traceback anywhere, every image loaded, every internal link pointing at a file that exists, math typeset from
 the build's own MathJax (no CDN), no tqdm widget views saved into a page, no absolute paths of the machine that
 built it, no table wider than the text column without a visible scroll cue, no figure shown smaller than it was
-drawn, one search box, and no JavaScript error. A screenshot per page lands in
+drawn, no display equation cut off or failing to typeset, one search box, and no JavaScript error. A screenshot per page lands in
 ``_build/screenshots/`` (CI artifact).
 
 :func:`page_problems` holds the checks of one page, so they can also be run on a build made with
@@ -143,6 +143,12 @@ def page_problems(page, path: Path) -> list[str]:
     for fig in page.evaluate(SHRUNK_FIGURES_JS):
         problems.append(f"{name}: figure {fig['src']!r} drawn {fig['drawn']} px wide, shown at {fig['shown']:.0f} px "
                         f"({fig['shown'] / fig['drawn']:.0%}: its text shrinks too)")
+    wide_math = page.evaluate("Array.from(document.querySelectorAll('div.math')).filter("
+                              "d => d.scrollWidth > d.clientWidth + 1).map(d => d.textContent.slice(0, 40))")
+    problems += [f"{name}: display equation wider than the column (cut off): {m!r}" for m in wide_math]
+    math_errors = page.evaluate("Array.from(document.querySelectorAll('mjx-merror'))"
+                                ".map(e => e.getAttribute('data-mjx-error'))")
+    problems += [f"{name}: MathJax could not typeset a formula: {e}" for e in math_errors]
     searches = page.locator(".search-button-field:visible, input[type=search]:visible").count()
     if searches > 1:
         problems.append(f"{name}: {searches} search boxes")
@@ -199,6 +205,8 @@ BAD_PAGE = """<!DOCTYPE html><html><head><title>Bad page</title>
 </div><table><caption>fits</caption><tr><td>x</td></tr></table>
 <div class="cell_output"><img style="max-width: 100%" width="1500" src="data:image/png;base64,\
 iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="></div>
+<div class="math" style="overflow-x: auto; width: 300px"><span style="display: inline-block; width: 900px">
+a wide equation</span></div>
 <button class="search-button-field">Search</button><button class="search-button-field">Search</button>
 <script>const THEBE_JS_URL = 1;</script><script>const THEBE_JS_URL = 2;</script>
 </article></main></body></html>"""
@@ -219,7 +227,8 @@ def test_the_page_checks_catch_what_they_look_for(tmp_path):
         browser.close()
     for expected in ("widget views", "traceback", "absolute paths in text: ['/tmp/", "untypeset TeX",
                      "'overflows the page'", "'scrolls without a cue'", "drawn 1500 px wide, shown at 784 px",
-                     "2 search boxes", "JavaScript error: ", "already been declared"):
+                     "2 search boxes", "JavaScript error: ", "already been declared",
+                     "display equation wider than the column"):
         assert expected in problems, f"{expected!r} not reported:\n{problems}"
     assert "'fits'" not in problems and "without a visible scroll cue" in problems and "overflows the page" in problems
 
