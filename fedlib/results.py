@@ -290,8 +290,18 @@ def rows_html(caption: str, rows: list[dict[str, Any]]) -> str:
     return _html_table(caption, columns, [[_fmt(r.get(c)) for c in columns] for r in rows])
 
 
-def table_html(results: Results, table_id: str) -> str:
-    """A results table as HTML (renders the same in the book, JupyterLab and Colab)."""
+#: results tables longer than this many rows are folded (a chapter plots them; the rows are there for who wants them)
+FOLD_ROWS = 20
+
+
+def table_html(results: Results, table_id: str, fold_after: int = FOLD_ROWS) -> str:
+    """A results table as HTML (renders the same in the book, JupyterLab and Colab); one of more than
+    ``fold_after`` rows comes folded in a ``<details>`` element whose summary names it and its row count."""
     table = results.tables[table_id]
-    return rows_html(f"{table_id}: {table['title']}", table["rows"])
+    caption = f"{table_id}: {table['title']}"
+    out = rows_html(caption, table["rows"])
+    if len(table["rows"]) <= fold_after:
+        return out
+    return (f'<details class="fedlib-fold"><summary>{html.escape(caption)} ({len(table["rows"])} rows: click to '
+            f"show)</summary>{out}</details>")
 

@@ -2,7 +2,8 @@
 no traceback anywhere, every image loaded, every internal link pointing at a file that exists, math typeset from
 the build's own MathJax (no CDN), no tqdm widget views saved into a page, no absolute paths of the machine that
 built it, no table wider than the text column without a visible scroll cue, no figure shown smaller than it was
-drawn, no display equation cut off or failing to typeset, one search box, and no JavaScript error. A screenshot per page lands in
+drawn, no display equation cut off or failing to typeset, text legible in light and dark mode (WCAG contrast ≥ 4.5:1),
+one search box, and no JavaScript error. A screenshot per page lands in
 ``_build/screenshots/`` (CI artifact).
 
 :func:`page_problems` holds the checks of one page, so they can also be run on a build made with
@@ -91,6 +92,29 @@ SHRUNK_FIGURES_JS = """() => Array.from(document.querySelectorAll(".cell_output 
 })).filter(f => f.shown > 0 && f.shown < 0.95 * f.drawn)"""
 
 
+#: text in the article whose contrast with the background behind it is below WCAG AA (4.5:1)
+LOW_CONTRAST_JS = r"""() => {
+  const parse = c => { const m = c.match(/rgba?\(([^)]+)\)/); if (!m) return null;
+    const p = m[1].split(/[ ,\/]+/).filter(Boolean).map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+  const lum = rgb => rgb.reduce((sum, v, i) => { v /= 255;
+    return sum + [0.2126, 0.7152, 0.0722][i] * (v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4); }, 0);
+  const background = el => { for (let e = el; e; e = e.parentElement) {
+    const c = parse(getComputedStyle(e).backgroundColor); if (c && c[3] > 0.5) return c; } return [255, 255, 255, 1]; };
+  const root = document.querySelector("article.bd-article") || document.querySelector("article") || document.body;
+  const out = [];
+  for (const el of root.querySelectorAll("p, li, caption, figcaption, td, th, dt, dd, h1, h2, h3, summary, span")) {
+    const own = Array.from(el.childNodes).filter(n => n.nodeType === 3).map(n => n.textContent).join("").trim();
+    if (!own || el.closest("mjx-container, pre, .highlight")) continue;
+    const rect = el.getBoundingClientRect(), style = getComputedStyle(el), fg = parse(style.color);
+    if (!fg || rect.width === 0 || rect.height === 0 || style.visibility === "hidden") continue;
+    const bg = background(el), shown = fg.slice(0, 3).map((v, i) => fg[3] * v + (1 - fg[3]) * bg[i]);
+    const [a, b] = [lum(shown), lum(bg.slice(0, 3))], ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    if (ratio < 4.5) out.push({text: own.slice(0, 50), ratio: ratio});
+  }
+  return out;
+}"""
+
+
 def page_problems(page, path: Path) -> list[str]:
     """Open ``path`` in the Playwright ``page`` and list what a reader would find wrong with it."""
     name = f"{path.parent.name}/{path.stem}"
@@ -152,6 +176,13 @@ def page_problems(page, path: Path) -> list[str]:
     searches = page.locator(".search-button-field:visible, input[type=search]:visible").count()
     if searches > 1:
         problems.append(f"{name}: {searches} search boxes")
+    for theme in ("dark", "light"):  # the theme's attribute, as its toggle sets it; light last, for the screenshot
+        page.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
+        faint = page.evaluate(LOW_CONTRAST_JS)
+        if faint:
+            worst = min(faint, key=lambda f: f["ratio"])
+            problems.append(f"{name}: {len(faint)} text elements below 4.5:1 contrast in {theme} mode (worst "
+                            f"{worst['ratio']:.1f}:1, {worst['text']!r})")
     page.remove_listener("pageerror", on_error)
     problems += [f"{name}: JavaScript error: {err}" for err in errors]
     return problems
@@ -196,8 +227,9 @@ def test_every_page_renders_in_a_real_browser(executed_book):
 
 
 BAD_PAGE = """<!DOCTYPE html><html><head><title>Bad page</title>
-<style>article { width: 784px; } .wide { overflow-x: auto; }</style></head><body><main><article class="bd-article">
-<h1>Bad page</h1><p>Results written to /tmp/pytest-of-root/results/quick/x.json; the rate is \\(\\sigma\\).</p>
+<style>article { width: 784px; } .wide { overflow-x: auto; }
+html[data-theme="dark"] .dim { color: #9ca4af; background: #ced6dd; }</style></head><body><main><article class="bd-article">
+<h1>Bad page</h1><p class="dim">grey on grey in dark mode</p><p>Results written to /tmp/pytest-of-root/results/quick/x.json; the rate is \\(\\sigma\\).</p>
 <script type="application/vnd.jupyter.widget-view+json">{"model_id": "0"}</script>
 <div class="cell_output"><pre>Traceback (most recent call last):</pre></div>
 <table><caption>overflows the page</caption><tr><td style="min-width: 1500px">x</td></tr></table>
@@ -228,9 +260,9 @@ def test_the_page_checks_catch_what_they_look_for(tmp_path):
     for expected in ("widget views", "traceback", "absolute paths in text: ['/tmp/", "untypeset TeX",
                      "'overflows the page'", "'scrolls without a cue'", "drawn 1500 px wide, shown at 784 px",
                      "2 search boxes", "JavaScript error: ", "already been declared",
-                     "display equation wider than the column"):
+                     "display equation wider than the column", "below 4.5:1 contrast in dark mode"):
         assert expected in problems, f"{expected!r} not reported:\n{problems}"
-    assert "'fits'" not in problems and "without a visible scroll cue" in problems and "overflows the page" in problems
+    assert "contrast in light mode" not in problems and "'fits'" not in problems and "without a visible scroll cue" in problems and "overflows the page" in problems
 
 
 if __name__ == "__main__":  # the same checks on whatever is in _build/html now (e.g. a --no-execute build)

@@ -37,6 +37,16 @@ def test_committed_notebooks_are_clean_and_parametrised():
         assert any("parameters" in c.get("metadata", {}).get("tags", []) for c in cells), nb.name
 
 
+def test_every_chapter_opens_in_colab_from_its_own_file():
+    repo = re.search(r"url: https://github.com/(\S+)", (ROOT / "_config.yml").read_text()).group(1)
+    for nb in CHAPTER_NOTEBOOKS:
+        title = "".join(json.loads(nb.read_text())["cells"][0]["source"])
+        badge = re.search(r"\[!\[Open in Colab\]\((.+?)\)\]\((.+?)\)", title)
+        assert badge, f"{nb.name}: no Colab badge in the first cell"
+        assert (nb.parent / badge.group(1)).resolve().is_file(), f"{nb.name}: badge image {badge.group(1)} missing"
+        assert badge.group(2) == f"https://colab.research.google.com/github/{repo}/blob/main/notebooks/{nb.name}", nb.name
+
+
 @pytest.mark.notebook
 @pytest.mark.timeout(1800)
 def test_book_builds_without_warnings(executed_book):

@@ -40,6 +40,18 @@ def test_html_tables_escape():
     res.add_table("T", "a < b", [{"setting": "<x>", "paper": 1.0, "ours": None}])
     out = table_html(res, "T")
     assert "&lt;x&gt;" in out and "<td>–</td>" in out and "a &lt; b" in out
+    assert "<details" not in out
+
+
+def test_long_html_tables_come_folded_with_their_name_and_row_count():
+    from fedlib.results import table_html
+
+    res = Results("sifu", "quick", 0, {})
+    res.add_table("F2", "rounds", [{"request": r} for r in range(25)])
+    folded = table_html(res, "F2")
+    assert folded.startswith('<details class="fedlib-fold"><summary>F2: rounds (25 rows')
+    assert folded.count("<tr>") == 26 and folded.endswith("</details>")
+    assert "<details" not in table_html(res, "F2", fold_after=25)
 
 
 def test_plot_table_plots_sorted_columns_of_matching_rows():
