@@ -311,3 +311,23 @@ def test_equal_units_are_computed_once():
     # Fig. 4.4's FLZ run equals the grid's cell (1, 1) and Fig. 4.5's d = 5 (same schedule in full mode): one unit
     assert ids.count("uneven/mnist/seed235/FLZ d5 t1,1 K50/R100") == 1
     assert len(ids) == len(set(ids))
+
+
+def test_repeated_runs_are_reported_as_their_mean_and_sample_std():
+    """Figs. 4.2-4.4 and Tables 4.5-4.6 average the runs of ``repeat_seeds`` (the thesis: mean (std) of 5 runs):
+    each row's ``ours`` is the mean and ``ours_std`` the sample standard deviation of the single-seed runs."""
+    import statistics
+
+    from fedlib.experiments import flz as chapter
+
+    cfg = dataclasses.replace(chapter.TINY, datasets=("mnist",), splits=("iid",), temperatures=(1.0,), rounds=4,
+                              sweep_rounds=4, sweep_steps=10)
+    single = [chapter.run(dataclasses.replace(cfg, repeat_seeds=(s,))) for s in (3, 8)]
+    both = chapter.run(dataclasses.replace(cfg, repeat_seeds=(3, 8)))
+    for table in ("F4.2", "T4.5", "T4.6"):
+        for k, row in enumerate(both.tables[table]["rows"]):
+            values = [r.tables[table]["rows"][k]["ours"] for r in single]
+            assert values[0] != values[1], (table, row)  # the seeds differ, so the test can tell mean from either
+            assert row["ours"] == pytest.approx(statistics.fmean(values), abs=1e-12), (table, row)
+            assert row["ours_std"] == pytest.approx(statistics.stdev(values), abs=1e-12), (table, row)
+            assert "ours_std" not in single[0].tables[table]["rows"][k]
