@@ -164,13 +164,30 @@ def paper_tables(chapter: str, root: str | Path | None = None) -> list[tuple[str
     return out
 
 
+def _root(results: Results) -> Path:
+    """The results root a chapter's run was written under (the default root if it was not written)."""
+    from fedlib.results import results_dir
+
+    return results.path().parents[1] if results.path().exists() else Path(results_dir())
+
+
+def full_text(results: Results, key: str) -> str:
+    """The committed full run's value and verdict of claim ``key`` (e.g. "-86.9 pp, not reproduced"), or
+    "not run yet": for a chapter's prose next to the quick run's glued numbers."""
+    row = next((r for r in ledger_rows(results.chapter, _root(results))
+                if (r["claim"] if r["setting"] in (None, "") else f"{r['claim']}/{r['setting']}") == key), None)
+    if row is None:
+        raise KeyError(f"{results.chapter} has no claim {key!r}")
+    return f"{row['full value']}, {row['full']}" if row["full"] in VERDICTS else "not run yet"
+
+
 def quick_vs_full_html(results: Results) -> str:
     """What changed between quick and full mode: every claim the committed full run has measured, with the quick
     verdict (registered), this quick run's value, and the full run's value and verdict; or a line saying how far the
     full run has got."""
-    from fedlib.results import results_dir, rows_html
+    from fedlib.results import rows_html
 
-    root = results.path().parents[1] if results.path().exists() else results_dir()
+    root = _root(results)
     full = _load(results.chapter, "full", root)
     rows = [{"claim": r["claim"] + ("" if r["setting"] in (None, "") else f" ({r['setting']})"),
              "quick verdict": r["quick"], "quick (this run)": r["this run"], "full": r["full value"],
@@ -190,11 +207,10 @@ def quick_vs_full_html(results: Results) -> str:
 def ledger_html(results: Results) -> str:
     """A chapter's ledger as an HTML table for its page: the paper's statement and evidence, our test, the verdict
     registered by the quick-mode seed sweep with its spread, this run's value, and the full run's verdict."""
-    from fedlib.results import results_dir, rows_html
-
     from fedlib.ledger import load_registry
+    from fedlib.results import rows_html
 
-    root = results.path().parents[1] if results.path().exists() else results_dir()
+    root = _root(results)
     registry = load_registry(results.chapter)
     swept = "no sweep registered" if registry is None else (
         f"seeds {', '.join(map(str, registry['seeds']))}; {' and '.join(map(str, registry['threads']))} thread(s)")

@@ -128,6 +128,22 @@ def test_rounds_to_reach_the_first_round_at_or_above_the_target():
     assert rounds_to_reach(out, 0.8) == 2 and rounds_to_reach(out, 0.85) == 4 and rounds_to_reach(out, 0.95) is None
 
 
+def test_a_variant_that_never_reaches_plain_dpfl_saved_no_rounds():
+    """The full run's Fed-nore-2 (λ2 = 200) diverged in round 1: it must not count as reaching the target in round 1."""
+    from fedlib.experiments.fednore import _fewer_rounds
+    from fedlib.fl.engine import RunSummary
+
+    plain = RunSummary([{"round": r, "accuracy": 0.5 + r / 100} for r in range(1, 41)], 40, 0.0)
+    faster = RunSummary([{"round": r, "accuracy": 0.5 + r / 50} for r in range(1, 41)], 40, 0.0)
+    diverged = RunSummary([{"round": 1, "accuracy": 0.09}], 0, 0.0, diverged=True)
+    short = RunSummary([{"round": r, "accuracy": 0.6} for r in range(1, 11)], 10, 0.0)
+    assert _fewer_rounds(faster, plain)[0] == pytest.approx(1 - 20 / 40)
+    value, detail = _fewer_rounds(diverged, plain)
+    assert value == -1.0 and "diverged after 0 round(s)" in detail
+    assert _fewer_rounds(short, plain)[0] == pytest.approx(1 - 41 / 40)
+    assert _fewer_rounds(None, plain) == (None, "not run yet")
+
+
 def test_fednore1_convex_bound_is_the_unrolled_recursion_a32():
     from fedlib.algorithms.fednore import fednore1_convex_bound, fednore1_l1, fednore1_l3, fednore1_q1
 

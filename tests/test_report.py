@@ -9,8 +9,8 @@ import pytest
 
 from fedlib import ledger
 from fedlib.experiments.foundations import LEDGER
-from fedlib.report import (chapter_counts, chapter_status, ledger_rows, paper_tables, quick_vs_full_html,
-                           status_table, totals)
+from fedlib.report import (chapter_counts, chapter_status, full_text, ledger_rows, paper_tables,
+                           quick_vs_full_html, status_table, totals)
 from fedlib.results import CHAPTERS, Results
 
 VALUES = {"fedavg_iid": 0.0, "noniid_slower": 0.05, "budget_52_rounds": 0.0, "ldp_worse_than_cdp": -0.3}
@@ -87,3 +87,18 @@ def test_quick_vs_full_lists_only_what_the_full_run_measured(tmp_path, registry,
     full.save()
     out = quick_vs_full_html(quick)
     assert "3 of 7 units finished" in out and "budget_52_rounds" in out and "noniid_slower" not in out
+
+
+def test_full_text_gives_the_full_runs_value_and_verdict_or_not_run(tmp_path, registry, monkeypatch):
+    monkeypatch.setenv("FEDLIB_RESULTS", str(tmp_path / "r"))
+    quick = fake_run("quick", [0.8, 0.7], VALUES)
+    quick.save()
+    assert full_text(quick, "ldp_worse_than_cdp") == "not run yet"
+    full = fake_run("full", [0.9, 0.6], {**VALUES, "noniid_slower": None})
+    full.save()
+    row = next(r for r in ledger_rows("foundations", tmp_path / "r") if r["claim"] == "ldp_worse_than_cdp")
+    assert full_text(quick, "ldp_worse_than_cdp") == f"{row['full value']}, {row['full']}"
+    assert row["full"] in ("reproduced", "not reproduced", "inconclusive")
+    assert full_text(quick, "noniid_slower") == "not run yet"
+    with pytest.raises(KeyError, match="no claim 'nonsense'"):
+        full_text(quick, "nonsense")

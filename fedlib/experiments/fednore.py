@@ -350,14 +350,22 @@ def _sub(a: float | None, b: float | None) -> float | None:
 
 def _fewer_rounds(variant: RunSummary | None, plain: RunSummary | None) -> tuple[float | None, str]:
     """1 − (rounds the variant needs to reach plain DPFL's best accuracy) / (rounds plain DPFL needs): the share of
-    rounds saved (a variant that never reaches it counts as one round more than it ran)."""
+    rounds saved. A variant that has not reached it when its run ended counts as one round more than the longer of
+    the two runs (censored: it might get there later); one that diverged never will, and counts as −1 (−100 %: at
+    least twice plain DPFL's rounds), however few rounds it ran."""
     if variant is None or plain is None:
         return None, "not run yet"
     target = plain.best_accuracy
     needed = rounds_to_reach(variant, target)
     own = rounds_to_reach(plain, target)
-    used = needed if needed is not None else variant.rounds_completed + 1
-    return 1 - used / own, f"plain DPFL reaches {target:.4f} at round {own}; the variant at round {needed}"
+    reached = f"plain DPFL reaches {target:.4f} at round {own}"
+    if needed is not None:
+        return 1 - needed / own, f"{reached}; the variant at round {needed}"
+    if variant.diverged:
+        return -1.0, (f"{reached}; the variant diverged after {variant.rounds_completed} round(s) and never does "
+                      "(counted as −100 %)")
+    used = max(variant.rounds_completed, plain.rounds_completed) + 1
+    return 1 - used / own, f"{reached}; the variant not within its {variant.rounds_completed} rounds (counted as {used})"
 
 
 def run(config: FednoreConfig = QUICK, *, mode: str = "quick", seed: int = 0, progress: bool = False,
