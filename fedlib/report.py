@@ -112,10 +112,13 @@ def chapter_status(chapter: str, root: str | Path | None = None) -> dict[str, An
             row[f"{mode} run"] = res
         else:
             units = res.units
-            done = f"; units {units['done']}/{units['total']}" if units.get("total") else ""
             blocked = f", {len(units['blocked'])} blocked by data" if units.get("blocked") else ""
-            row[f"{mode} run"] = (f"seed {res.seed}, {res.elapsed_s:.0f} s on {_machine(res.environment)}"
-                                  f"{done}{blocked}")
+            if units.get("total"):  # the units' own compute time: the assembling run may have computed none
+                took = sum(units.get("seconds", {}).values())
+                row[f"{mode} run"] = (f"seed {res.seed}; units {units['done']}/{units['total']} ({took:.0f} s of "
+                                      f"compute){blocked}; assembled on {_machine(res.environment)}")
+            else:
+                row[f"{mode} run"] = f"seed {res.seed}, {res.elapsed_s:.0f} s on {_machine(res.environment)}"
     if c["contradicted"]:
         row["quick run"] += f"; {c['contradicted']} claim(s) disagree with the registered verdict"
     return row

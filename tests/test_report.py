@@ -102,3 +102,12 @@ def test_full_text_gives_the_full_runs_value_and_verdict_or_not_run(tmp_path, re
     assert full_text(quick, "noniid_slower") == "not run yet"
     with pytest.raises(KeyError, match="no claim 'nonsense'"):
         full_text(quick, "nonsense")
+
+
+def test_a_full_runs_status_gives_its_units_compute_time_not_the_assembling_runs(tmp_path, registry, monkeypatch):
+    monkeypatch.setenv("FEDLIB_RESULTS", str(tmp_path / "r"))
+    full = fake_run("full", [0.9, 0.6], VALUES)  # elapsed_s = 12: the run that assembled the units
+    full.units = {"done": 2, "total": 7, "seconds": {"a": 100.0, "b": 55.4}}
+    full.save()
+    row = chapter_status("foundations")["full run"]
+    assert "units 2/7 (155 s of compute)" in row and "12 s" not in row
