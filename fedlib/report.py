@@ -113,7 +113,7 @@ def chapter_status(chapter: str, root: str | Path | None = None) -> dict[str, An
         else:
             units = res.units
             blocked = f", {len(units['blocked'])} blocked by data" if units.get("blocked") else ""
-            if units.get("total"):  # the units' own compute time: the assembling run may have computed none
+            if mode == "full" and units.get("total"):  # the units' compute: the assembling run may have computed none
                 took = sum(units.get("seconds", {}).values())
                 row[f"{mode} run"] = (f"seed {res.seed}; units {units['done']}/{units['total']} ({took:.0f} s of "
                                       f"compute){blocked}; assembled on {_machine(res.environment)}")

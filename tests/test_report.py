@@ -111,3 +111,7 @@ def test_a_full_runs_status_gives_its_units_compute_time_not_the_assembling_runs
     full.save()
     row = chapter_status("foundations")["full run"]
     assert "units 2/7 (155 s of compute)" in row and "12 s" not in row
+    quick = fake_run("quick", [0.8, 0.7], VALUES)  # a quick run computes all its units itself: its own time
+    quick.units = {"done": 7, "total": 7, "seconds": {"a": 1.0}}
+    quick.save()
+    assert chapter_status("foundations")["quick run"].startswith("seed 0, 12 s on ")
