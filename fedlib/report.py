@@ -61,7 +61,7 @@ def ledger_rows(chapter: str, root: str | Path | None = None) -> list[dict[str, 
             quick, full = entries["quick"].get(key), entries["full"].get(key)
             spread = reg.spread if reg is not None else None
             rows.append({
-                "claim": claim.id, "setting": setting, "kind": claim.kind, "paper": claim.paper,
+                "key": key, "claim": claim.id, "setting": setting, "kind": claim.kind, "paper": claim.paper,
                 "evidence": claim.evidence, "metric": claim.metric,
                 "test": f"{claim.direction} {format_value(claim.threshold, claim.unit).lstrip('+')}",
                 "quick": (reg.verdict if reg is not None else "full mode only" if "quick" not in claim.modes
@@ -177,8 +177,7 @@ def _root(results: Results) -> Path:
 def full_text(results: Results, key: str) -> str:
     """The committed full run's value and verdict of claim ``key`` (e.g. "-86.9 pp, not reproduced"), or
     "not run yet": for a chapter's prose next to the quick run's glued numbers."""
-    row = next((r for r in ledger_rows(results.chapter, _root(results))
-                if (r["claim"] if r["setting"] in (None, "") else f"{r['claim']}/{r['setting']}") == key), None)
+    row = next((r for r in ledger_rows(results.chapter, _root(results)) if r["key"] == key), None)
     if row is None:
         raise KeyError(f"{results.chapter} has no claim {key!r}")
     return f"{row['full value']}, {row['full']}" if row["full"] in VERDICTS else "not run yet"

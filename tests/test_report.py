@@ -102,6 +102,9 @@ def test_full_text_gives_the_full_runs_value_and_verdict_or_not_run(tmp_path, re
     assert full_text(quick, "noniid_slower") == "not run yet"
     with pytest.raises(KeyError, match="no claim 'nonsense'"):
         full_text(quick, "nonsense")
+    for r in ledger_rows("foundations", tmp_path / "r"):  # every key of the ledger, settings included, resolves
+        assert r["key"] == next(c for c in LEDGER if c.id == r["claim"]).key(r["setting"] or "")
+        assert full_text(quick, r["key"]).endswith((r["full"], "not run yet"))
 
 
 def test_a_full_runs_status_gives_its_units_compute_time_not_the_assembling_runs(tmp_path, registry, monkeypatch):

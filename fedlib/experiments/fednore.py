@@ -351,8 +351,8 @@ def _sub(a: float | None, b: float | None) -> float | None:
 def _fewer_rounds(variant: RunSummary | None, plain: RunSummary | None) -> tuple[float | None, str]:
     """1 − (rounds the variant needs to reach plain DPFL's best accuracy) / (rounds plain DPFL needs): the share of
     rounds saved. A variant that has not reached it when its run ended counts as one round more than the longer of
-    the two runs (censored: it might get there later); one that diverged never will, and counts as −1 (−100 %: at
-    least twice plain DPFL's rounds), however few rounds it ran."""
+    the two runs (censored: it might get there later); one that diverged never will, and gets −1 (−100 %), a floor
+    that stands for "never", however few rounds it ran."""
     if variant is None or plain is None:
         return None, "not run yet"
     target = plain.best_accuracy
