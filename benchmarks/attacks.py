@@ -16,6 +16,8 @@ noise levels that the privacy-evaluation chapter reads.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch.func import grad, vmap
 
@@ -29,7 +31,32 @@ from fedlib.rng import make_generator
 ATTACKS, IMAGES, ITERATIONS = 16, 2, 30
 
 
-def run() -> list[dict]:
+@dataclass(frozen=True)
+class Problem:
+    """The benchmark's attacks: shared weights (one round), per-attack labels, targets and dummy starts."""
+
+    model: torch.nn.Module
+    params: dict[str, torch.Tensor]
+    rounds: dict[str, torch.Tensor]
+    truth: torch.Tensor
+    labels: torch.Tensor
+    targets: dict[str, torch.Tensor]
+    x0: torch.Tensor
+    cfg: AttackConfig
+
+    def batched(self) -> torch.Tensor:
+        """fedlib's :func:`reconstruct`: all attacks at once."""
+        return reconstruct(self.model, self.rounds, self.labels, self.targets, self.x0, cfg=self.cfg, box=(0.0, 1.0))[0]
+
+    def one_at_a_time(self) -> torch.Tensor:
+        """The inversefed-style loop: one attack after the other."""
+        return torch.stack([inversefed_style_attack(self.model, self.params, self.labels[i],
+                                                    {n: t[i] for n, t in self.targets.items()}, self.x0[i], self.cfg,
+                                                    0.0, 1.0) for i in range(len(self.x0))])
+
+
+def problem() -> Problem:
+    """The attacks every timing of this module (and :mod:`benchmarks.profile_attack`) runs."""
     data = load_dataset("cifar100", train=True, normalize=False)
     model = build_model("mlp", generator=make_generator(0), in_features=3072, hidden=(256,) * 3, num_classes=100)
     params = {k: v.detach() for k, v in model.named_parameters()}
@@ -39,9 +66,14 @@ def run() -> list[dict]:
     targets = {n: torch.stack([model_gradient(model, params, truth[i], labels[i])[n] for i in range(ATTACKS)])
                for n in params}
     x0 = torch.rand(truth.shape, generator=gen)
-    cfg = AttackConfig(iterations=ITERATIONS, lr=0.05)
     rounds = {n: p.unsqueeze(0) for n, p in params.items()}  # one round, shared by every attack
+    return Problem(model, params, rounds, truth, labels, targets, x0, AttackConfig(iterations=ITERATIONS, lr=0.05))
 
+
+def run() -> list[dict]:
+    pb = problem()
+    model, params, rounds, truth, labels, targets, x0, cfg = (pb.model, pb.params, pb.rounds, pb.truth, pb.labels,
+                                                              pb.targets, pb.x0, pb.cfg)
     ours_grad = vmap(grad(mlp_attack_objective, argnums=2), in_dims=(None, None, 0, 0, 0, None))(
         mlp_layer_names(model), rounds, x0, labels, targets, cfg)
     ref_grad = torch.stack([_reference_gradient(model, params, x0[i], labels[i], {n: t[i] for n, t in targets.items()},
@@ -52,11 +84,10 @@ def run() -> list[dict]:
     out: dict[str, torch.Tensor] = {}
 
     def ours() -> None:
-        out["ours"], _ = reconstruct(model, rounds, labels, targets, x0, cfg=cfg, box=(0.0, 1.0))
+        out["ours"] = pb.batched()
 
     def one_at_a_time() -> None:
-        out["ref"] = torch.stack([inversefed_style_attack(model, params, labels[i], {n: t[i] for n, t in targets.items()},
-                                                          x0[i], cfg, 0.0, 1.0) for i in range(ATTACKS)])
+        out["ref"] = pb.one_at_a_time()
 
     times = interleaved({"ref": one_at_a_time, "ours": ours}, per=ATTACKS * ITERATIONS)
     p_ours = float(psnr(out["ours"].flatten(0, 1), truth.flatten(0, 1)).mean())

@@ -9,14 +9,10 @@ between the threads (the GIL, taken and released around every op) and to the sha
 
 from __future__ import annotations
 
-import time
-from collections import Counter
-
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 from benchmarks.fl_round import BATCH, CLIENT_BATCH, CLIENTS, EPOCHS, LR, PER_ROUND, executed_gflop
-from benchmarks.timing import gemm_peak_gflops, interleaved, thread_report
+from benchmarks.timing import Breakdown, gemm_peak_gflops, interleaved, op_breakdown, print_breakdown, thread_report
 from fedlib.experiments.common import fresh_model, make_federation, set_threads
 from fedlib.fl import FLConfig, LocalSGD, run_federated
 
@@ -30,7 +26,7 @@ GROUPS = {
 OTHERS = "element-wise (activations, softmax, masks, sums)"
 
 
-def breakdown(client_batch: int) -> tuple[float, dict[str, float]]:
+def breakdown(client_batch: int) -> Breakdown:
     """Profiled wall time of one round (1 worker, 1 thread) and seconds per group of ops."""
     fed = make_federation("mnist", "iid", CLIENTS, seed=0)
     config = FLConfig(rounds=1, clients_per_round=PER_ROUND, local=LocalSGD(EPOCHS, BATCH), lr=LR, seed=0)
@@ -39,21 +35,7 @@ def breakdown(client_batch: int) -> tuple[float, dict[str, float]]:
         run_federated(fresh_model("mlp", 0), fed.train, fed.clients, None, config, workers=1,
                       client_batch=client_batch)
 
-    round_()
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        began = time.perf_counter()
-        round_()
-        wall = time.perf_counter() - began
-    seconds: Counter[str] = Counter()
-    for event in prof.key_averages():
-        group = next((g for g, ops in GROUPS.items() if event.key in ops), OTHERS)
-        seconds[group] += event.self_cpu_time_total / 1e6
-        if group == "optimiser updates":  # the foreach ops run their element-wise children one tensor at a time
-            children = (event.cpu_time_total - event.self_cpu_time_total) / 1e6
-            seconds[group] += children
-            seconds[OTHERS] -= children
-    seconds["Python (wall - ops)"] = wall - sum(seconds.values())
-    return wall, dict(seconds)
+    return op_breakdown(round_, GROUPS, OTHERS, foreach="optimiser updates")
 
 
 def main() -> None:
@@ -66,10 +48,7 @@ def main() -> None:
     print(f"1-thread GEMM peak {peak1:.0f} GFLOP/s; the round executes {work:.1f} GFLOP = {work / peak1:.3f} s at "
           "that rate")
     for k in (1, CLIENT_BATCH):
-        wall, parts = breakdown(k)
-        print(f"\nclient_batch={k}, 1 worker, 1 thread, profiled: {wall:.3f} s")
-        for group, s in sorted(parts.items(), key=lambda item: -item[1]):
-            print(f"  {group:45s} {s:7.3f} s  {100 * s / wall:4.0f}%")
+        print_breakdown(f"client_batch={k}, 1 worker, 1 thread, profiled", breakdown(k))
     torch.set_num_threads(threads)
     config = FLConfig(rounds=1, clients_per_round=PER_ROUND, local=LocalSGD(EPOCHS, BATCH), lr=LR, seed=0)
     fns = {(w, k): (lambda w=w, k=k: run_federated(fresh_model("mlp", 0), fed.train, fed.clients, None, config,

@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -87,6 +88,69 @@ def gemm_peak_gflops(n: int = 2000, repeats: int = 10) -> float:
         a @ b
         best = min(best, time.perf_counter() - began)
     return 2 * n**3 / best / 1e9
+
+
+def read_bandwidth_gbs(megabytes: int = 256, repeats: int = 5) -> float:
+    """Best-of-``repeats`` rate (GB/s) at which the current threads read a float32 tensor far larger than the caches
+    (a sum over it): the memory side of the machine, as :func:`gemm_peak_gflops` is its arithmetic side."""
+    x = torch.ones(megabytes * 2**20 // 4)
+    x.sum()
+    best = float("inf")
+    for _ in range(repeats):
+        began = time.perf_counter()
+        x.sum()
+        best = min(best, time.perf_counter() - began)
+    return x.numel() * 4 / best / 1e9
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """One profiled call: its wall time, and per group of ops their own seconds and the GFLOP the profiler counts
+    for them (matrix products only)."""
+
+    wall: float
+    seconds: dict[str, float]
+    gflop: dict[str, float]
+
+
+def op_breakdown(fn: Callable[[], object], groups: dict[str, tuple[str, ...]], other: str,
+                 foreach: str | None = None, flops: bool = False) -> Breakdown:
+    """Profile one call of ``fn`` (after an untimed one): every op's own time (torch profiler, CPU), summed per group
+    of op names (ops named in no group: ``other``), and "Python (wall - ops)" for the rest. ``foreach``: the group
+    whose ops run element-wise children one tensor at a time (torch's ``_foreach_*``); their children's time moves
+    from ``other`` to it. ``flops``: count the matrix products' FLOP in one more call (counting slows the ops it
+    counts several-fold, so that call is not timed)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        began = time.perf_counter()
+        fn()
+        wall = time.perf_counter() - began
+    seconds: Counter[str] = Counter()
+    for event in prof.key_averages():
+        group = next((g for g, ops in groups.items() if event.key in ops), other)
+        seconds[group] += event.self_cpu_time_total / 1e6
+        if group == foreach:
+            children = (event.cpu_time_total - event.self_cpu_time_total) / 1e6
+            seconds[group] += children
+            seconds[other] -= children
+    seconds["Python (wall - ops)"] = wall - sum(seconds.values())
+    gflop: Counter[str] = Counter()
+    if flops:
+        with profile(activities=[ProfilerActivity.CPU], with_flops=True) as prof:
+            fn()
+        for event in prof.key_averages():
+            gflop[next((g for g, ops in groups.items() if event.key in ops), other)] += (event.flops or 0) / 1e9
+    return Breakdown(wall, dict(seconds), dict(gflop))
+
+
+def print_breakdown(title: str, b: Breakdown) -> None:
+    """One profiled call's groups, largest first, in seconds and % of its wall time."""
+    print(f"\n{title}: {b.wall:.3f} s")
+    for group, s in sorted(b.seconds.items(), key=lambda item: -item[1]):
+        rate = f"  {b.gflop[group] / s:5.0f} GFLOP/s" if b.gflop.get(group) and s > 0 else ""
+        print(f"  {group:45s} {s:7.3f} s  {100 * s / b.wall:4.0f}%{rate}")
 
 
 def thread_report() -> str:

@@ -20,6 +20,7 @@ from fedlib.attacks import (
     psnr,
     reconstruct,
     recover_label,
+    squared_norm,
     ssim,
     total_variation,
 )
@@ -88,6 +89,27 @@ def test_mlp_objective_equals_the_generic_one(objective, num_rounds):
     (ga,), (gb,) = torch.autograd.grad(generic, [xa]), torch.autograd.grad(fast, [xb])
     assert torch.allclose(ga, gb, rtol=1e-4, atol=1e-7)
     assert mlp_layer_names(nn.Sequential(nn.Conv2d(3, 4, 3), nn.Flatten(), nn.Linear(16, 2))) is None
+
+
+@pytest.mark.parametrize("objective", ["cosine", "euclidean"])
+def test_a_precomputed_target_norm_changes_no_objective_value(objective):
+    model = nn.Sequential(nn.Flatten(), nn.Linear(48, 16), nn.ReLU(), nn.Linear(16, 5))
+    params = params_of(model)
+    gen = torch.Generator().manual_seed(4)
+    x, y = torch.rand(2, 3, 4, 4, generator=gen), torch.tensor([1, 3])
+    target = {n: torch.randn(p.shape, generator=gen) for n, p in params.items()}
+    norm_sq = squared_norm(target)
+    assert float(norm_sq) == pytest.approx(float(torch.cat([t.flatten() for t in target.values()]).pow(2).sum()),
+                                           rel=1e-6)
+    cfg, layers = AttackConfig(objective=objective), mlp_layer_names(model)
+    rounds = one_round(params)
+    assert torch.equal(mlp_attack_objective(layers, rounds, x, y, target, cfg, norm_sq),
+                       mlp_attack_objective(layers, rounds, x, y, target, cfg))
+    assert torch.equal(attack_objective(model, rounds, x, y, target, cfg, norm_sq),
+                       attack_objective(model, rounds, x, y, target, cfg))
+    # the norm is really used: a wrong one changes the value
+    assert not torch.equal(mlp_attack_objective(layers, rounds, x, y, target, cfg, 4 * norm_sq),
+                           mlp_attack_objective(layers, rounds, x, y, target, cfg))
 
 
 def test_batched_attacks_equal_one_at_a_time_reference():

@@ -10,6 +10,7 @@ from fedlib.attacks.inversion import (
     model_gradient,
     reconstruct,
     recover_label,
+    squared_norm,
     total_variation,
 )
 from fedlib.attacks.metrics import (
@@ -24,7 +25,8 @@ from fedlib.attacks.metrics import (
 
 __all__ = [
     "AttackConfig", "attack_objective", "gradient_cosine_distance", "gradient_euclidean_distance",
-    "mlp_attack_objective", "mlp_layer_names", "model_gradient", "reconstruct", "recover_label", "total_variation",
+    "mlp_attack_objective", "mlp_layer_names", "model_gradient", "reconstruct", "recover_label", "squared_norm",
+    "total_variation",
     "cosine_similarity", "euclidean_distance", "evaluator_similarity", "leakage_probability", "leakage_scores",
     "psnr", "ssim",
 ]
