@@ -107,9 +107,11 @@ def test_a_precomputed_target_norm_changes_no_objective_value(objective):
                        mlp_attack_objective(layers, rounds, x, y, target, cfg))
     assert torch.equal(attack_objective(model, rounds, x, y, target, cfg, norm_sq),
                        attack_objective(model, rounds, x, y, target, cfg))
-    # the norm is really used: a wrong one changes the value
+    # the norm is really used: a wrong one changes the value (the generic path needs it for the cosine only)
     assert not torch.equal(mlp_attack_objective(layers, rounds, x, y, target, cfg, 4 * norm_sq),
                            mlp_attack_objective(layers, rounds, x, y, target, cfg))
+    assert torch.equal(attack_objective(model, rounds, x, y, target, cfg, 4 * norm_sq),
+                       attack_objective(model, rounds, x, y, target, cfg)) == (objective == "euclidean")
 
 
 def test_batched_attacks_equal_one_at_a_time_reference():

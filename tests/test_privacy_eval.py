@@ -182,7 +182,7 @@ def test_tiny_chapter_run_measures_every_claim_and_keeps_the_images(tmp_path):
                       attack=AttackConfig(iterations=3, lr=0.05), fl_clients=2, fl_images=4, fl_epochs=1)
     res = run(cfg, seed=0)
     assert {c["id"] for c in res.claims} == {c.id for c in LEDGER}
-    for table in ("T4.1", "T4.3", "T4.4", "privacy", "attack_vs_epsilon", "theory", "F4.7"):
+    for table in ("T4.1", "T4.3", "T4.4", "privacy", "attack_vs_epsilon", "theory", "F4.7", "all_round_gain"):
         assert res.tables[table]["rows"], table
     assert [(r["setting"], r["C"]) for r in res.tables["T4.4"]["rows"]] == [("FL", 1.0), ("SE", 1.0)]
     assert all(r["ours"] is not None for r in res.tables["T4.4"]["rows"])
@@ -193,6 +193,16 @@ def test_tiny_chapter_run_measures_every_claim_and_keeps_the_images(tmp_path):
     # check 15: at round 1 the all-round attack is the one-round attack
     one, every = back.series["loss/C = 1, σ = 0.1/one-round"], back.series["loss/C = 1, σ = 0.1/all-round"]
     assert one["y"][0] == pytest.approx(every["y"][0], rel=1e-4)
+    # spec §6.5: the all-round attack's PSNR gain over the one-round attack beside 10·log10 t and the SNR gain
+    gain = back.tables["all_round_gain"]["rows"]
+    assert [(r["C"], r["sigma"], r["round"]) for r in gain] == [(1.0, 0.1, 1), (1.0, 0.1, 2)]
+    for r in gain:
+        assert r["psnr_gain"] == pytest.approx(r["psnr_all_round"] - r["psnr_one_round"])
+        assert r["predicted_gain_db"] == pytest.approx(10 * math.log10(r["round"]))
+        assert r["sqrt_t"] == pytest.approx(math.sqrt(r["round"]))
+    assert gain[0]["psnr_gain"] == pytest.approx(0.0, abs=0.05) and gain[0]["snr_gain"] == pytest.approx(1.0)
+    assert back.series["psnr_gain/C = 1, σ = 0.1"]["y"] == [r["psnr_gain"] for r in gain]
+    assert gain[1]["snr_gain"] == back.series["snr_gain/C = 1, σ = 0.1"]["y"][1]
 
 
 def test_full_mode_plans_its_units_and_blocks_the_fl_attack_before_any_unit_runs(monkeypatch):

@@ -997,8 +997,7 @@ class _Tables:
             m = self.mech["pairs"].get(f"{float(c)}/{float(sigma)}")
             if m is None:
                 continue
-            gain = [r["sum_signal"] * r["noise"] / (r["sum_noise"] * r["signal"]) if r["sum_noise"] else None
-                    for r in m["rounds"]]
+            gain = [_snr_gain(r) for r in m["rounds"]]
             rounds = [r["round"] for r in m["rounds"]]
             self.res.add_series(f"snr_gain/C = {c:g}, σ = {sigma:g}", rounds, gain,
                                 label=f"measured, C = {c:g}, σ = {sigma:g}")
@@ -1015,8 +1014,7 @@ class _Tables:
         rows = []
         for c, sigma in self.cfg.curves:
             m = self.mech["pairs"].get(f"{float(c)}/{float(sigma)}") if self.mech else None
-            gains = {r["round"]: r["sum_signal"] * r["noise"] / (r["sum_noise"] * r["signal"])
-                     for r in (m["rounds"] if m else []) if r["sum_noise"]}
+            gains = {r["round"]: _snr_gain(r) for r in (m["rounds"] if m else [])}
             for t in self.ts:
                 one, all_ = self.get(c, sigma, round=t), self.get(c, sigma, manner="all-round", round=t)
                 rows.append({"C": c, "sigma": sigma, "round": t, "psnr_one_round": one, "psnr_all_round": all_,
@@ -1030,6 +1028,12 @@ class _Tables:
         self.res.add_table("all_round_gain", "Spec §6.5: all-round (A_t) against one-round (O_t) attacks at the "
                            "curves' (C, σ): measured PSNR gap, the gap a √t SNR gain would give (10·log10 t dB, "
                            "ours), and the measured SNR gain of the summed target (√t for a coherent signal)", rows)
+
+
+def _snr_gain(r: dict) -> float | None:
+    """SNR of round t's all-round target (the sum over rounds 1..t) over the one-round target's, from the norms of
+    :func:`_mechanism` (None without noise)."""
+    return r["sum_signal"] * r["noise"] / (r["sum_noise"] * r["signal"]) if r["sum_noise"] else None
 
 
 def _diff(a: float | None, b: float | None) -> float | None:
