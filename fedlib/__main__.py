@@ -191,16 +191,15 @@ def _status(args: argparse.Namespace) -> int:
     from fedlib.experiments import CHAPTER_MODULES, run_chapter, supports
     from fedlib.units import estimate_left
 
-    print(f"{'chapter':14} {'units done':>10}  {'est. left':>10}  blocked")
+    print(f"{'chapter':14} {'units done':>10}  {'est. left (from finished units like them)':>42}  blocked")
     for chapter in CHAPTER_MODULES:
         if not supports(chapter, "units"):
             print(f"{chapter:14} {'(not split into units yet)':>24}")
             continue
         summary = run_chapter(chapter, "full", out=args.out, plan_only=True).units
-        left = estimate_left(summary)
-        left_text = "–" if summary["not_run"] == 0 else "?" if left is None else f"{left / 3600:.1f} h"
+        left_text = estimate_left(summary).text()
         blocked = "; ".join(f"{u}: {r}" for u, r in summary["blocked"].items()) or "–"
-        print(f"{chapter:14} {summary['done']:>4} / {summary['total']:<4}  {left_text:>10}  {blocked}")
+        print(f"{chapter:14} {summary['done']:>4} / {summary['total']:<4}  {left_text:>42}  {blocked}")
         if args.missing:
             print("".join(f"    {unit}\n" for unit in summary["missing"]), end="")
     return 0
@@ -223,7 +222,7 @@ def _run(args: argparse.Namespace) -> int:
         plan = run_chapter(args.chapter, "full", seed=args.seed, out=args.out, plan_only=True).units
         left = estimate_left(plan)
         print(f"{args.chapter} full: {plan['done']}/{plan['total']} units done, {plan['not_run']} to run"
-              + ("" if left is None else f" (about {left / 3600:.1f} h at the pace of the finished ones)")
+              + ("" if not left.estimated else f" (about {left.text()}, from the finished units like them)")
               + "".join(f"\n  blocked: {u}: {r}" for u, r in plan["blocked"].items()))
     try:
         results = run_chapter(args.chapter, args.mode, seed=args.seed, out=args.out, progress=True,

@@ -201,12 +201,56 @@ def explain_mismatch(path: Path, units: Units, unit_id: str, spec: Any) -> str |
     return difference(stored["identity"].get("description"), ident["description"]) or "fedlib's ALGORITHM_VERSION"
 
 
-def estimate_left(summary: dict[str, Any]) -> float | None:
-    """Seconds the missing units will take, from the mean time of the finished ones (None if none finished)."""
-    times = [s for s in summary["seconds"].values() if math.isfinite(s)]
-    if not times:
-        return None
-    return summary["not_run"] * sum(times) / len(times)
+@dataclass(frozen=True)
+class Estimate:
+    """Time left for a chapter's missing units: ``seconds`` for the ``estimated`` ones, each priced at the mean time
+    of the finished units whose ids share the longest leading part with it (``mnist-iid-…`` prices from other
+    ``mnist-iid-…`` units), and ``unmeasured`` missing units that share no leading part with any finished one (e.g.
+    CIFAR-10 units when only MNIST ones have run): their time is unknown, not guessed."""
+
+    seconds: float
+    estimated: int
+    unmeasured: int
+
+    def text(self) -> str:
+        """"1.2 h", "1.2 h + 40 units of unmeasured kinds", "? (40 units of unmeasured kinds)" or "–"."""
+        if self.estimated == 0 and self.unmeasured == 0:
+            return "–"
+        hours = f"{self.seconds / 3600:.1f} h" if self.estimated else "?"
+        if not self.unmeasured:
+            return hours
+        extra = f"{self.unmeasured} unit{'s' * (self.unmeasured != 1)} of unmeasured kinds"
+        return f"{hours} + {extra}" if self.estimated else f"? ({extra})"
+
+
+def _id_tokens(unit_id: str) -> list[str]:
+    """A unit id's words, seeds left out (a seed does not change what a unit costs)."""
+    return [t for t in re.split(r"[/\-_:, ]+", unit_id) if t and not re.fullmatch(r"seed\d+", t)]
+
+
+def estimate_left(summary: dict[str, Any]) -> Estimate:
+    """How long the missing units of ``summary`` will take, from the measured times of the finished ones (see
+    :class:`Estimate`): a missing unit is priced at the mean of the finished units sharing the most leading id
+    tokens with it (split at ``/ - _ : ,`` and spaces), or counted as unmeasured if none shares the first token."""
+    measured = [(_id_tokens(u), s) for u, s in summary["seconds"].items() if math.isfinite(s)]
+    total, estimated, unmeasured = 0.0, 0, 0
+    for unit in summary["missing"]:
+        tokens = _id_tokens(unit)
+
+        def shared(other: list[str]) -> int:
+            n = 0
+            while n < min(len(tokens), len(other)) and tokens[n] == other[n]:
+                n += 1
+            return n
+
+        best = max((shared(t) for t, _ in measured), default=0)
+        if best == 0:
+            unmeasured += 1
+            continue
+        times = [s for t, s in measured if shared(t) == best]
+        total += sum(times) / len(times)
+        estimated += 1
+    return Estimate(total, estimated, unmeasured)
 
 
 def default_folder(chapter: str, mode: str, root: str | Path | None = None) -> Path:

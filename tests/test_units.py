@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from fedlib.units import Budget, UnitFileError, Units, estimate_left, load_unit, unit_filename
+from fedlib.units import Budget, Estimate, UnitFileError, Units, estimate_left, load_unit, unit_filename
 
 
 def test_a_unit_is_computed_once_and_read_back(tmp_path):
@@ -35,10 +35,22 @@ def test_budget_and_plan_compute_nothing_beyond_their_limit(tmp_path):
     s = plan.summary()
     assert (s["done"], s["not_run"], s["total"], s["missing"]) == (1, 1, 3, ["u2"])
     assert s["blocked"] == {"cifar10/*": "needs the full CIFAR-100"}
-    assert estimate_left(s) == pytest.approx(s["seconds"]["u1"])
+    assert estimate_left(s) == Estimate(0.0, 0, 1)  # "u2" shares no leading word with "u1": not guessed
     assert not Budget(seconds=0).allows()
     with pytest.raises(ValueError, match="units"):
         Budget(units=-1)
+
+
+def test_the_estimate_prices_a_missing_unit_by_the_finished_units_most_like_it():
+    seconds = {"mnist/seed0/F2": 100.0, "mnist/seed1/F2": 300.0, "mnist/seed0/F3": 3000.0, "cifar-x": float("nan")}
+    summary = {"seconds": seconds, "missing": ["mnist/seed7/F3", "mnist/seed7/F2", "mnist/seed7/F9", "cifar10/seed0/F2"]}
+    est = estimate_left(summary)
+    # F3 at its own kind (seeds do not count), F2 at the mean of the F2 seeds, F9 at every mnist unit's mean;
+    # no finished unit starts like cifar10 (the NaN one is unmeasured), so it is not guessed
+    assert est == Estimate(3000 + 200 + 3400 / 3, 3, 1)
+    assert est.text() == f"{est.seconds / 3600:.1f} h + 1 unit of unmeasured kinds"
+    assert estimate_left({"seconds": {}, "missing": ["a"]}).text() == "? (1 unit of unmeasured kinds)"
+    assert estimate_left({"seconds": seconds, "missing": []}).text() == "–"
 
 
 def test_only_computes_the_selected_units(tmp_path):
