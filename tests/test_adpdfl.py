@@ -419,7 +419,9 @@ def test_full_mode_plans_one_unit_per_run_and_blocks_datasets_it_cannot_load(mon
     res = ch.run(ch.FULL, mode="full", seed=0, units=units)
     mnist = [s.unit_id for s in ch._specs(ch.FULL) if s.dataset == "mnist"]
     assert units.blocked == {"cifar10/*": "needs the full CIFAR-10 (50,000 training images; found 5,438)"}
-    assert sorted(u for u, st in units.state.items() if st == "not run") == sorted([*mnist, "audit"])
+    calibration = [f"calibration/mnist-iid-fake-cen-non-private-mt70-C1-eps8-T50-B{b}"
+                   for b in ch.CALIBRATION_BATCH_SIZES if b != ch.FULL.local.batch_size]
+    assert sorted(u for u, st in units.state.items() if st == "not run") == sorted([*calibration, *mnist, "audit"])
     assert res.tables["T5.4"]["rows"][0]["ours"] is None
     assert {c["outcome"] for c in res.claims} <= {"not run", "quick mode only", "reproduced", "not reproduced",
                                                    "inconclusive"}
@@ -442,3 +444,35 @@ def test_tiny_chapter_run_writes_tables_and_claims(tmp_path):
         r["run_epsilon_as_run"] > r["run_epsilon_thesis"] for r in back.tables["audit"]["rows"][:2])
     central = [c for c in back.claims if c["central"]]
     assert central and all(c["value"] is not None for c in central)
+
+
+def test_calibration_runs_the_anchor_at_each_batch_size_and_marks_the_closest(tmp_path):
+    """§7.11: Table 5.4's Fake-cen Non-Private IID MNIST at each B; the run's own B reuses Table 5.4's run; the
+    table marks the B whose accuracy is closest to the paper's 70.05 % and the B the runs used."""
+    from fedlib.experiments import adpdfl as ch
+
+    cfg, sizes = ch.TINY, (5, ch.TINY.local.batch_size)
+    assert set(ch.calibration_configs(cfg, sizes)) == {5}
+    assert ch.calibration_configs(cfg, sizes)[5].local == dataclasses.replace(cfg.local, batch_size=5)
+    res = ch.run(cfg, seed=0, calibrate=sizes)
+    rows = res.tables["calibration"]["rows"]
+    assert [r["B"] for r in rows] == sorted([5, cfg.local.batch_size])
+    anchor = next(r for r in res.tables["T5.4"]["rows"] if r["partition"] == "IID" and r["dataset"] == "MNIST"
+                  and r["framework"] == "Fake-cen Non-Private")
+    own = next(r for r in rows if r["used"])
+    assert own["B"] == cfg.local.batch_size and own["ours"] == anchor["ours"] and own["paper"] == 0.7005
+    closest = min(rows, key=lambda r: abs(r["ours"] - 0.7005))["B"]
+    assert [r["B"] for r in rows if r["closest"]] == [closest] == [ch.closest_batch_size(rows)]
+    assert ch.closest_batch_size([{"B": 1, "ours": None, "paper": 0.7}]) is None
+
+
+def test_full_mode_uses_the_batch_size_its_committed_calibration_found_closest():
+    """FULL's B is the one the committed full run's calibration table finds closest to the paper's anchor (a
+    changed B or new calibration numbers that favour another B fail here)."""
+    from fedlib.experiments import adpdfl as ch
+    from fedlib.results import load_results
+
+    rows = load_results("adpdfl", "full").tables["calibration"]["rows"]
+    assert sorted(r["B"] for r in rows) == sorted(ch.CALIBRATION_BATCH_SIZES)
+    assert ch.closest_batch_size(rows) == ch.FULL.local.batch_size
+    assert [r["B"] for r in rows if r["used"]] == [ch.FULL.local.batch_size]
