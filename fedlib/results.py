@@ -48,12 +48,16 @@ def results_dir() -> Path:
 
 
 def environment() -> dict[str, str]:
-    """Where a run ran: Python, torch, machine, processor, torch threads, CPU count and GPU."""
+    """Where a run ran: Python, torch, machine, processor, torch threads, CPU count, GPU, and the device the
+    chapters compute on (``$FEDLIB_DEVICE`` resolved)."""
     import torch
+
+    from fedlib.experiments.common import device
 
     return {"python": platform.python_version(), "torch": torch.__version__, "machine": platform.machine(),
             "processor": platform.processor() or platform.machine(), "threads": str(torch.get_num_threads()),
-            "cpus": str(os.cpu_count()), "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"}
+            "cpus": str(os.cpu_count()), "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none",
+            "device": device()}
 
 
 def clean(value: Any) -> Any:

@@ -476,3 +476,18 @@ def test_full_mode_uses_the_batch_size_its_committed_calibration_found_closest()
     assert sorted(r["B"] for r in rows) == sorted(ch.CALIBRATION_BATCH_SIZES)
     assert ch.closest_batch_size(rows) == ch.FULL.local.batch_size
     assert [r["B"] for r in rows if r["used"]] == [ch.FULL.local.batch_size]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/device_units.sh runs it there)")
+@pytest.mark.parametrize("protocol", ["pseudo_central", "gossip"])
+def test_decentralized_runs_on_cuda_agree_with_the_cpu(small_fed, protocol):
+    """The same run on the GPU draws the same clients, graphs and noise (the random streams stay on the CPU) and
+    ends at the CPU's models to float32 rounding."""
+    train, clients, test = small_fed
+    cfg = dcfg(protocol=protocol, exchange=2 if protocol == "gossip" else None, bound=1.0, sigma=1.0)
+    cpu = run_decentralized(mlp(), train, clients, test, cfg)
+    gpu = run_decentralized(mlp(), train, clients, test, cfg, device="cuda")
+    assert gpu.models.is_cuda
+    assert torch.allclose(gpu.models.cpu(), cpu.models, atol=1e-4)
+    assert [m.get("leader") for m in gpu.metrics] == [m.get("leader") for m in cpu.metrics]
+    assert [m["accuracy"] for m in gpu.metrics] == pytest.approx([m["accuracy"] for m in cpu.metrics], abs=0.01)

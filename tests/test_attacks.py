@@ -317,3 +317,26 @@ def test_noise_to_signal_is_the_measured_ratio_of_gaussian_noise_norm_to_signal(
     d, n, sigma, bound = 40_000, 8, 0.3, 2.0
     noise = torch.randn(d, generator=torch.Generator().manual_seed(1)) * sigma * bound / n
     assert noise_to_signal(1.5, sigma, bound, n, d) == pytest.approx(float(noise.norm()) / 1.5, rel=0.01)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/device_units.sh runs it there)")
+@pytest.mark.parametrize("objective", ["cosine", "euclidean"])
+def test_attacks_on_cuda_agree_with_the_cpu(objective):
+    """The attack on a GPU computes the CPU's function: the objective to float32 rounding, and 20 unsigned Adam
+    steps to 1e-4 (signed steps can flip a near-zero gradient entry's sign, so they are compared on the CPU only)."""
+    model = tiny_mlp()
+    params = params_of(model)
+    gen = torch.Generator().manual_seed(3)
+    truth, labels = torch.rand(2, 2, 3, 16, 16, generator=gen), torch.randint(0, 10, (2, 2), generator=gen)
+    targets = {n: torch.stack([model_gradient(model, params, truth[i], labels[i])[n] for i in range(2)])
+               for n in params}
+    x0 = torch.rand(2, 2, 3, 16, 16, generator=gen)
+    cfg = AttackConfig(objective=objective, iterations=20, lr=0.05, signed=False)
+    lo, hi = torch.zeros(3, 1, 1), torch.ones(3, 1, 1)
+    on = lambda p: {n: t.cuda() for n, t in p.items()}  # noqa: E731
+    cpu, cpu_values = reconstruct(model, one_round(params), labels, targets, x0, cfg=cfg, box=(lo, hi))
+    gpu, gpu_values = reconstruct(model.cuda(), on(one_round(params)), labels.cuda(), on(targets), x0.cuda(),
+                                  cfg=cfg, box=(lo.cuda(), hi.cuda()))
+    assert gpu.is_cuda and gpu_values.is_cuda
+    assert torch.allclose(gpu.cpu(), cpu, atol=1e-4)
+    assert torch.allclose(gpu_values.cpu(), cpu_values, rtol=1e-4, atol=1e-6)

@@ -117,7 +117,7 @@ def mlp_attack_objective(layers: list[tuple[str, str]], rounds: Params, x: Tenso
     """
     num_rounds = rounds[layers[0][0]].shape[0]
     num_classes = target[layers[-1][1]].shape[-1]
-    onehot = (torch.arange(num_classes) == y[:, None]).to(x.dtype)
+    onehot = (torch.arange(num_classes, device=y.device) == y[:, None]).to(x.dtype)
     inputs: list[list[Tensor]] = [[] for _ in layers]
     grads_out: list[list[Tensor]] = [[] for _ in layers]
     for r in range(num_rounds):
@@ -158,6 +158,8 @@ def reconstruct(model: nn.Module, rounds: Params, labels: Tensor, targets: Param
         cfg: attack hyper-parameters.
         box: lower and upper pixel bounds (in the model's input space), broadcastable to (C, H, W).
 
+    Every tensor argument must live on one device (CPU or CUDA); the attacks run there.
+
     ReLU MLPs use :func:`mlp_attack_objective`, every other model the generic :func:`attack_objective`.
 
     Returns:
@@ -175,10 +177,10 @@ def reconstruct(model: nn.Module, rounds: Params, labels: Tensor, targets: Param
     objective = partial(mlp_attack_objective, layers) if layers else partial(attack_objective, model)
     step = vmap(grad_and_value(objective, argnums=1), in_dims=(None if shared else 0, 0, 0, 0, None, 0))
     target_sq = vmap(squared_norm)(targets)  # the same sums the objective would form, once
-    lo, hi = box
+    lo, hi = (torch.as_tensor(b, dtype=x0.dtype, device=x0.device) for b in box)
     x = x0.detach().clone()
     m, v = torch.zeros_like(x), torch.zeros_like(x)
-    (b1, b2), value = cfg.betas, torch.full((k,), float("nan"))
+    (b1, b2), value = cfg.betas, torch.full((k,), float("nan"), device=x0.device)
     for t in range(1, cfg.iterations + 1):
         g, value = step(rounds, x, labels, targets, cfg, target_sq)
         if cfg.signed:
@@ -188,7 +190,7 @@ def reconstruct(model: nn.Module, rounds: Params, labels: Tensor, targets: Param
         v.mul_(b2).addcmul_(g, g, value=1 - b2)
         denom = (v.sqrt() / (1 - b2**t) ** 0.5).add_(cfg.eps)
         x.addcdiv_(m, denom, value=-cfg.lr / (1 - b1**t))
-        x = torch.maximum(torch.minimum(x, torch.as_tensor(hi)), torch.as_tensor(lo))
+        x = torch.maximum(torch.minimum(x, hi), lo)
     return x, value.detach()
 
 

@@ -7,6 +7,7 @@ from fedlib.data.datasets import (
     DatasetIncompleteError,
     DatasetNotFoundError,
     Split,
+    blocking_errors,
     data_root,
     load_dataset,
     pixel_source,
@@ -26,7 +27,8 @@ from fedlib.data.partition import (
 )
 
 __all__ = [
-    "DATASETS", "FULL_SIZES", "QUICK_SUBSETS", "DatasetIncompleteError", "DatasetNotFoundError", "Split", "data_root",
+    "DATASETS", "FULL_SIZES", "QUICK_SUBSETS", "DatasetIncompleteError", "DatasetNotFoundError", "Split", "blocking_errors",
+    "data_root",
     "load_dataset", "pixel_source", "quick_indices",
     "PARTITIONERS", "class_per_client", "class_shards", "dirichlet", "iid", "partition", "repeated", "shards",
     "sized", "unequal",

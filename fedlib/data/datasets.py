@@ -28,6 +28,13 @@ class DatasetIncompleteError(DatasetNotFoundError):
     """The data root holds only part of a dataset that a setting needs whole (e.g. an offline subset)."""
 
 
+def blocking_errors(mode: str) -> type[DatasetNotFoundError]:
+    """The data errors that block a chapter's units instead of stopping its run: a dataset the data root holds only
+    in part and, in full mode, one it lacks altogether (a machine given only MNIST still runs the MNIST units and
+    lists the rest as blocked). Quick mode still stops on a missing dataset: its run is one piece."""
+    return DatasetNotFoundError if mode == "full" else DatasetIncompleteError
+
+
 @dataclass(frozen=True)
 class DatasetInfo:
     """What fedlib needs to know about one dataset."""

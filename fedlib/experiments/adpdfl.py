@@ -37,7 +37,7 @@ from fedlib.algorithms.decentralized import (
     run_decentralized,
 )
 from fedlib.data import load_dataset
-from fedlib.data.datasets import DatasetIncompleteError, pixel_source
+from fedlib.data.datasets import blocking_errors, pixel_source
 from fedlib.data.partition import partition
 from fedlib.experiments.audit import add_audit_table, chapter_audit
 from fedlib.experiments.common import Federation, checkpoint_path, device, fresh_model, train_unit
@@ -325,7 +325,7 @@ def run(config: ADPDFLConfig = QUICK, *, mode: str = "quick", seed: int = 0, pro
             for part in ("iid", "non-iid"):
                 feds[(ds, part)] = federation(cfg, ds, part, seed, mode)
             subsets[ds] = exact_pixels(ds, mode)
-        except DatasetIncompleteError as err:
+        except blocking_errors(mode) as err:
             units.block(f"{ds}/*", str(err))
     todo = [s for s in specs if (s.dataset, s.partition) in feds]
     if progress:

@@ -32,7 +32,7 @@ from fedlib.algorithms.dpfl import (
     vanilla_fl,
 )
 from fedlib.algorithms.dpsgd import DPSGDConfig, train_dpsgd
-from fedlib.data.datasets import DatasetIncompleteError, load_dataset
+from fedlib.data.datasets import blocking_errors, load_dataset
 from fedlib.experiments.audit import add_audit_as_run
 from fedlib.experiments.common import (
     Federation,
@@ -408,12 +408,12 @@ def run(config: DPFLConfig = QUICK, *, mode: str = "quick", seed: int = 0, progr
         try:
             feds[s.num_clients] = make_federation(cfg.dataset, "class_shards", s.num_clients, seed=seed,
                                                   repeat=s.repeat, subset=mode)
-        except DatasetIncompleteError as err:
+        except blocking_errors(mode) as err:
             units.block(f"{s.num_clients}/*", str(err))
     try:
         dpsgd_data = (load_dataset(cfg.dataset, train=True, subset=mode),
                       load_dataset(cfg.dataset, train=False, subset=mode))
-    except DatasetIncompleteError as err:
+    except blocking_errors(mode) as err:
         dpsgd_data = None
         units.block("dpsgd", str(err))
 

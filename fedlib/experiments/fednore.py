@@ -40,7 +40,7 @@ from fedlib.algorithms.fednore import (
     plain_dpfl,
     uploads_budget,
 )
-from fedlib.data.datasets import DatasetIncompleteError, pixel_source
+from fedlib.data.datasets import blocking_errors, pixel_source
 from fedlib.experiments.audit import add_audit_as_run
 from fedlib.experiments.common import Federation, checkpoint_path, fresh_model, make_federation, \
     one_sample_neighbours, train_unit
@@ -386,7 +386,7 @@ def run(config: FednoreConfig = QUICK, *, mode: str = "quick", seed: int = 0, pr
         try:
             feds[r.track.key] = make_federation(r.track.dataset, "class_shards", r.num_clients, seed=seed,
                                                 subset=mode, normalize=r.standardised)
-        except DatasetIncompleteError as err:
+        except blocking_errors(mode) as err:
             units.block(f"{r.track.key}/*", str(err))
 
     tracks: dict[str, _Track] = {}

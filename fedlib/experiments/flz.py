@@ -26,7 +26,7 @@ import torch
 from torch import Tensor
 
 from fedlib.data import load_dataset
-from fedlib.data.datasets import DATASETS, DatasetIncompleteError
+from fedlib.data.datasets import DATASETS, blocking_errors
 from fedlib.data.partition import by_counts
 from fedlib.experiments.common import fresh_model
 from fedlib.fl.batched import BatchedClients, stack_clients
@@ -389,7 +389,7 @@ class _Chapter:
             try:
                 for train in (True, False):
                     load_dataset(ds, train=train, subset=self._subset())
-            except DatasetIncompleteError as err:
+            except blocking_errors(self._subset()) as err:
                 self.blocked[ds] = str(err)
                 self.units.block(f"*/{ds}/*", str(err))
 

@@ -37,8 +37,8 @@ from fedlib.attacks import (
     ssim,
 )
 from fedlib.attacks.theory import corollary2_k3, lemma7_k1, noise_to_signal, theorem7_k4
-from fedlib.data import DATASETS, DatasetIncompleteError, load_dataset, pixel_source
-from fedlib.experiments.common import fresh_model, train_unit
+from fedlib.data import DATASETS, blocking_errors, load_dataset, pixel_source
+from fedlib.experiments.common import device, fresh_model, train_unit
 from fedlib.fl import FLConfig, LocalSGD, run_federated
 from fedlib.fl.client import LocalTrainer
 from fedlib.fl.params import as_dict, get_flat, set_flat
@@ -498,8 +498,8 @@ class SingleEnd:
         targets = [_sum(self.shared(*s.pair, r) for r in range(first, t + 1)) for s in members]
         targets = {n: torch.stack([g[n] for g in targets]) for n in traj.weights[0]}
         x0 = torch.cat([self.dummies(s.init) for s in members])
-        out, _ = reconstruct(self.model(), rounds, y.expand(len(members), -1), targets, x0,
-                             cfg=dataclasses.replace(self.cfg.attack, objective=objective), box=(0.0, 1.0))
+        out = _reconstruct(self.model(), rounds, y.expand(len(members), -1), targets, x0,
+                           dataclasses.replace(self.cfg.attack, objective=objective))
         result = {}
         for s, rec in zip(members, out):
             entry = self.metrics(rec, x, s.total_noise(self.median_bound))
@@ -507,6 +507,19 @@ class SingleEnd:
                 entry["images"] = _encode(rec[:self.cfg.grid_images])
             result[s.name] = entry
         return result
+
+
+def _reconstruct(model: torch.nn.Module, rounds: Params, labels: torch.Tensor, targets: Params, x0: torch.Tensor,
+                 cfg: AttackConfig) -> torch.Tensor:
+    """:func:`reconstruct` on pixels in [0, 1], run on :func:`~fedlib.experiments.common.device` (the GPU when
+    there is one): the reconstructions, back on the CPU. The inputs are built on the CPU, so a GPU run starts from
+    the same dummies and targets; its reconstructions differ from the CPU's only by floating-point rounding, which
+    2,500 signed-Adam steps can amplify (tests/test_attacks.py states the agreement)."""
+    dev = device()
+    move = lambda p: {n: t.to(dev) for n, t in p.items()}  # noqa: E731
+    out, _ = reconstruct(model.to(dev), move(rounds), labels.to(dev), move(targets), x0.to(dev), cfg=cfg,
+                         box=(0.0, 1.0))
+    return out.cpu()
 
 
 def _encode(images: torch.Tensor) -> str:
@@ -591,7 +604,7 @@ def _check_fl_data(cfg: PrivacyEvalConfig, subset: str) -> str | None:
     """Why the FL attack units cannot run here (None if they can)."""
     try:
         train = load_dataset("cifar100", train=True, normalize=False, subset=subset)
-    except DatasetIncompleteError as err:
+    except blocking_errors(subset) as err:
         return f"Table 4.4's FL setting: {err}"
     need = cfg.fl_clients * cfg.fl_images
     if need > len(train):
@@ -604,7 +617,7 @@ def _check_f47_data(subset: str) -> str | None:
     try:
         for train in (True, False):
             load_dataset("cifar10", train=train, normalize=False, subset=subset)
-    except DatasetIncompleteError as err:
+    except blocking_errors(subset) as err:
         return f"Fig. 4.7: {err}"
     return None
 
@@ -692,8 +705,7 @@ class Federated:
         rounds = {n: torch.stack([torch.stack([w[n] for w in r["weights"][:t]]) for r in runs]) for n in names}
         targets = {n: torch.stack([sum(g[n] for g in r["shared"][:t]) for r in runs]) for n in names}
         x0 = self.se.dummies("uniform")[:, :len(y)].expand(len(bounds), -1, -1, -1, -1)
-        rec, _ = reconstruct(self.se.model(), rounds, y.expand(len(bounds), -1), targets, x0, cfg=self.cfg.attack,
-                             box=(0.0, 1.0))
+        rec = _reconstruct(self.se.model(), rounds, y.expand(len(bounds), -1), targets, x0, self.cfg.attack)
         return {f"{c:g}": {**self.se.metrics(r, x, self.cfg.t44_total_noise), "update_norm_round1": run["update_norm"]}
                 for c, r, run in zip(bounds, rec, runs)}
 

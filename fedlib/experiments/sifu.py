@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fedlib.data.datasets import DatasetIncompleteError
+from fedlib.data.datasets import blocking_errors
 from fedlib.experiments.sifu_runs import (
     PAPER_F2,
     Cache,
@@ -350,7 +350,7 @@ def run(config: SIFUConfig = QUICK, *, mode: str = "quick", seed: int = 0, progr
     for setup in cfg.setups:
         try:
             data[setup.dataset] = load(setup, mode)
-        except DatasetIncompleteError as err:
+        except blocking_errors(mode) as err:
             units.block(f"{setup.dataset}/*", str(err))
     cache = Cache(cfg, data, seed, progress)
     seeds = [seed + j for j in range(cfg.seeds)]
