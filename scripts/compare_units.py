@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fedlib.units import load_unit
+from fedlib.units import UnitFileError
 
 
 def numbers(value: Any, path: tuple = ()) -> dict[tuple, float]:
@@ -44,13 +44,21 @@ def compare(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
             "b": {"elapsed_s": b["elapsed_s"], "environment": b.get("environment")}}
 
 
+def read(path: Path) -> dict[str, Any]:
+    """A unit file under any name (a copy brought back from another machine keeps no unit-id file name)."""
+    data = json.loads(path.read_text())
+    if not {"unit", "identity", "result", "elapsed_s"} <= set(data):
+        raise UnitFileError(f"{path} is not a unit file")
+    return data
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("a", type=Path)
     parser.add_argument("b", type=Path)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    text = json.dumps(compare(load_unit(args.a), load_unit(args.b)), indent=1)
+    text = json.dumps(compare(read(args.a), read(args.b)), indent=1)
     print(text)
     if args.out:
         args.out.write_text(text + "\n")

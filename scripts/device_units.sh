@@ -30,11 +30,11 @@ cp "$ad" /tmp/cpu-ad.json && rm "$ad"
 share=$(( $(left) * 55 / 100 ))
 timeout $((share + 120)) python3 -m fedlib run privacy_eval --mode full --budget "$(python3 -c "print($share / 60)")" \
   --only 'attack/cosine/one-round/round1/part1' --only 'attack/*' 2>&1 | grep -v '^  \[' | tail -15
-# ADPDFL's MNIST units (IID ones first: Tables 5.1-5.3), the re-run unit among them
+# ADPDFL: the re-run unit alone (a run takes its units in the chapter's order), then the missing MNIST units
+timeout 200 python3 -m fedlib run adpdfl --mode full --only "$(basename "$ad" .json)" 2>&1 | tail -1
 share=$(( $(left) - 45 ))
 [ "$share" -gt 30 ] && timeout $((share + 30)) python3 -m fedlib run adpdfl --mode full \
-  --budget "$(python3 -c "print($share / 60)")" --only "$(basename "$ad" .json)" --only 'mnist-iid-*' \
-  --only 'mnist-non-iid-*' 2>&1 | grep -v '^  \[' | tail -8
+  --budget "$(python3 -c "print($share / 60)")" --only 'mnist-*' 2>&1 | grep -v '^  \[' | tail -8
 for pair in pe ad; do
   new=$([ $pair = pe ] && echo "$pe" || echo "$ad")
   [ -f "$new" ] && python3 scripts/compare_units.py /tmp/cpu-$pair.json "$new" --out "$out/agree-$pair.json" \
