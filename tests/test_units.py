@@ -96,3 +96,28 @@ def test_every_committed_unit_file_loads_matches_the_code_and_is_used(chapter):
     assert plan["done"] == len(files), f"{len(files) - plan['done']} unit file(s) no longer match the code: " \
                                        f"{[u for u in plan['missing'] if unit_filename(u) in {f.name for f in files}]}"
     assert all(unit_filename(u) in {f.name for f in files} for u in units)
+
+
+def test_full_mode_blocks_the_units_of_a_missing_dataset_and_quick_mode_stops(tmp_path, monkeypatch):
+    """A data root without CIFAR-10 (offline): full mode lists CIFAR-10's units as blocked, with the reason, and
+    plans the MNIST ones; quick mode, one piece, stops with the loader's error."""
+    from torchvision import datasets as tv
+
+    from fedlib.data import DatasetNotFoundError, data_root
+    from fedlib.experiments import adpdfl, privacy_eval
+
+    def no_network(self, *args, **kwargs):
+        raise OSError("network is unreachable")
+
+    monkeypatch.setattr(tv.CIFAR10, "download", no_network)
+    (tmp_path / "MNIST").symlink_to(data_root() / "MNIST")
+    monkeypatch.setenv("FEDLIB_DATA", str(tmp_path))
+    units = Units("adpdfl", "full", 0, plan_only=True)
+    adpdfl.run(adpdfl.FULL, mode="full", units=units)
+    assert "network is unreachable" in units.blocked["cifar10/*"]
+    assert units.state["cifar10/*"].startswith("blocked: ")
+    assert any(u.startswith("mnist-") and s in ("done", "not run") for u, s in units.state.items())
+    assert not any(u.startswith("cifar10-") for u in units.state)
+    assert privacy_eval._check_f47_data("full").startswith("Fig. 4.7: ")
+    with pytest.raises(DatasetNotFoundError, match="network is unreachable"):
+        privacy_eval._check_f47_data("quick")
