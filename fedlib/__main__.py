@@ -189,17 +189,19 @@ def _privacy(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     from fedlib.experiments import CHAPTER_MODULES, run_chapter, supports
+    from fedlib.experiments.common import device
     from fedlib.units import estimate_left
 
-    print(f"{'chapter':14} {'units done':>10}  {'est. left (from finished units like them)':>42}  blocked")
+    here = device()
+    print(f"{'chapter':14} {'units done':>10}  {f'est. left on {here} (from finished units like them)':>49}  blocked")
     for chapter in CHAPTER_MODULES:
         if not supports(chapter, "units"):
             print(f"{chapter:14} {'(not split into units yet)':>24}")
             continue
         summary = run_chapter(chapter, "full", out=args.out, plan_only=True).units
-        left_text = estimate_left(summary).text()
+        left_text = estimate_left(summary, here).text()
         blocked = "; ".join(f"{u}: {r}" for u, r in summary["blocked"].items()) or "–"
-        print(f"{chapter:14} {summary['done']:>4} / {summary['total']:<4}  {left_text:>42}  {blocked}")
+        print(f"{chapter:14} {summary['done']:>4} / {summary['total']:<4}  {left_text:>49}  {blocked}")
         if args.missing:
             print("".join(f"    {unit}\n" for unit in summary["missing"]), end="")
     return 0
@@ -207,6 +209,7 @@ def _status(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from fedlib.experiments import run_chapter, supports
+    from fedlib.experiments.common import device
     from fedlib.ledger import format_value
     from fedlib.units import Budget, estimate_left
 
@@ -220,9 +223,11 @@ def _run(args: argparse.Namespace) -> int:
                         only=None if args.only is None else tuple(args.only))
     if args.mode == "full" and supports(args.chapter, "units"):
         plan = run_chapter(args.chapter, "full", seed=args.seed, out=args.out, plan_only=True).units
-        left = estimate_left(plan)
+        here = device()
+        left = estimate_left(plan, here)
         print(f"{args.chapter} full: {plan['done']}/{plan['total']} units done, {plan['not_run']} to run"
-              + ("" if not left.estimated else f" (about {left.text()}, from the finished units like them)")
+              + ("" if not left.estimated else f" (about {left.text()} on {here}, from the finished units like "
+                                               f"them)")
               + "".join(f"\n  blocked: {u}: {r}" for u, r in plan["blocked"].items()))
     try:
         results = run_chapter(args.chapter, args.mode, seed=args.seed, out=args.out, progress=True,

@@ -53,6 +53,22 @@ def test_the_estimate_prices_a_missing_unit_by_the_finished_units_most_like_it()
     assert estimate_left({"seconds": seconds, "missing": []}).text() == "–"
 
 
+def test_the_estimate_prices_from_units_computed_on_the_device_asked_for(tmp_path):
+    seconds = {"attack/round1/part1": 1300.0, "attack/round1/part2": 30.0}
+    summary = {"seconds": seconds, "devices": {"attack/round1/part2": "cuda"}, "missing": ["attack/round1/part3"]}
+    assert estimate_left(summary) == Estimate(1300.0, 1, 0)  # a unit file without a device ran on the CPU
+    assert estimate_left(summary, "cuda") == Estimate(30.0, 1, 0)
+    assert estimate_left({**summary, "devices": {u: "cuda" for u in seconds}}) == Estimate(0.0, 0, 1)
+    units = Units("sifu", "full", 0, folder=tmp_path)
+    units.run("u1", 1, lambda: {"x": 1})
+    stored = load_unit(tmp_path / "u1.json")
+    assert stored["environment"]["device"] in ("cpu", "cuda")
+    assert Units("sifu", "full", 0, folder=tmp_path).summary()["devices"] == {}
+    again = Units("sifu", "full", 0, folder=tmp_path)
+    again.run("u1", 1, lambda: 1 / 0)
+    assert again.summary()["devices"] == {"u1": stored["environment"]["device"]}
+
+
 def test_only_computes_the_selected_units(tmp_path):
     units = Units("privacy_eval", "full", 0, folder=tmp_path, budget=Budget(only=("attack/*/one-round/*", "mechanism")))
     assert units.run("attack/cosine/one-round/round1", 1, lambda: {"x": 1}) == {"x": 1}
