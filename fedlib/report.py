@@ -96,6 +96,20 @@ def _count_text(c: dict[str, int]) -> str:
     return text + (f" ({c[NOT_RUN]} not run)" if c.get(NOT_RUN) else "")
 
 
+def _compute_text(units: dict[str, Any]) -> str:
+    """The units' compute time, split by device when some ran on a GPU: "155 s of compute" or
+    "16,001 s of compute: 22 units 15,234 s on cpu, 11 units 467 s on cuda"."""
+    seconds, devices = units.get("seconds", {}), units.get("devices", {})
+    by: dict[str, list[float]] = {}
+    for unit, took in seconds.items():
+        by.setdefault(devices.get(unit, "cpu"), []).append(took)
+    text = f"{sum(seconds.values()):,.0f} s of compute"
+    if set(by) - {"cpu"}:
+        text += ": " + ", ".join(f"{len(t)} unit{'s' * (len(t) != 1)} {sum(t):,.0f} s on {d}"
+                                 for d, t in sorted(by.items()))
+    return text
+
+
 def chapter_status(chapter: str, root: str | Path | None = None) -> dict[str, Any]:
     """One row of the status table: counts per mode, the runs behind them, and the full run's units."""
     if chapter not in CHAPTERS:
@@ -114,9 +128,8 @@ def chapter_status(chapter: str, root: str | Path | None = None) -> dict[str, An
             units = res.units
             blocked = f", {len(units['blocked'])} blocked by data" if units.get("blocked") else ""
             if mode == "full" and units.get("total"):  # the units' compute: the assembling run may have computed none
-                took = sum(units.get("seconds", {}).values())
-                row[f"{mode} run"] = (f"seed {res.seed}; units {units['done']}/{units['total']} ({took:.0f} s of "
-                                      f"compute){blocked}; assembled on {_machine(res.environment)}")
+                row[f"{mode} run"] = (f"seed {res.seed}; units {units['done']}/{units['total']} "
+                                      f"({_compute_text(units)}){blocked}; assembled on {_machine(res.environment)}")
             else:
                 row[f"{mode} run"] = f"seed {res.seed}, {res.elapsed_s:.0f} s on {_machine(res.environment)}"
     if c["contradicted"]:

@@ -114,6 +114,10 @@ def test_a_full_runs_status_gives_its_units_compute_time_not_the_assembling_runs
     full.save()
     row = chapter_status("foundations")["full run"]
     assert "units 2/7 (155 s of compute)" in row and "12 s" not in row
+    full.units = {**full.units, "devices": {"b": "cuda"}}
+    full.save()
+    row = chapter_status("foundations")["full run"]
+    assert "units 2/7 (155 s of compute: 1 unit 100 s on cpu, 1 unit 55 s on cuda)" in row
     quick = fake_run("quick", [0.8, 0.7], VALUES)  # a quick run computes all its units itself: its own time
     quick.units = {"done": 7, "total": 7, "seconds": {"a": 1.0}}
     quick.save()
