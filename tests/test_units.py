@@ -137,3 +137,20 @@ def test_full_mode_blocks_the_units_of_a_missing_dataset_and_quick_mode_stops(tm
     assert privacy_eval._check_f47_data("full").startswith("Fig. 4.7: ")
     with pytest.raises(DatasetNotFoundError, match="network is unreachable"):
         privacy_eval._check_f47_data("quick")
+
+
+def test_compare_units_reports_the_largest_difference_per_entry_and_refuses_two_units(tmp_path):
+    from scripts.compare_units import compare
+
+    units = Units("privacy_eval", "full", 0, folder=tmp_path)
+    units.run("attack/a", 1, lambda: {"s1": {"psnr": 20.0, "images": "xx"}, "s2": {"psnr": 10.0, "ok": True}})
+    units.run("attack/b", 2, lambda: {"s1": {"psnr": 20.0}})
+    a = load_unit(tmp_path / "attack_a.json")
+    b = json.loads(json.dumps(a))
+    b["result"]["s2"]["psnr"] = 10.25
+    b["result"]["s1"]["extra"] = 1.0
+    out = compare(a, b)
+    assert out["max_abs_diff_by_entry"] == {"s1": 0.0, "s2": 0.25} and out["max_abs_diff_by_name"] == {"psnr": 0.25}
+    assert (out["values"], out["only_in_one"]) == (2, 1)  # strings and bools are not compared
+    with pytest.raises(SystemExit, match="different units"):
+        compare(a, load_unit(tmp_path / "attack_b.json"))
