@@ -604,8 +604,11 @@ LEDGER = [
           settings=("IID (Fig. 5.2)", "non-IID (Fig. 5.13)"),
           note="quick grid m_tcs 30, 60, 70, 90; full 50-90 (IID, 20 rounds) and 60-90 (non-IID, 50 rounds)"),
     Claim("m_tcs_best_is_80", "The optimal number of training clients is 80", "Figs. 5.2 and 5.13",
-          "the m_tcs of the best final acc − 80, pseudo-central MNIST", "≈", unit="count",
-          settings=("IID (Fig. 5.2)", "non-IID (Fig. 5.13)"), modes=("full",)),
+          "final acc(m_tcs = 80) − the best final acc at another m_tcs, pseudo-central MNIST", ">",
+          settings=("IID (Fig. 5.2)", "non-IID (Fig. 5.13)"), modes=("full",),
+          note="80 must beat every other m_tcs by the margin. Until 2026-11-27 the metric was the argmax (m_tcs of "
+               "the best run − 80), which called the claim reproduced on the full IID grid where 80 led 70 by "
+               "0.03 pp and all five m_tcs lay within 0.4 pp: a tie, not an optimum"),
     Claim("more_rounds_help", "More total training rounds can also improve the accuracy performance",
           "Fig. 5.4, §5.4.2", "final acc(largest T) − final acc(smallest T), pseudo-central IID MNIST, m_tcs = 70",
           ">", note="quick T = 10, 20; full T = 20-50 (Tables 5.1 and 5.4 put T = 20 at 0.41 and T = 50 at 0.68)"),
@@ -753,8 +756,7 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
         inner, ends = list(grid.values())[1:-1], (grid[str(ms[0])], grid[str(ms[-1])])
         measure("m_tcs_interior_optimum", setting,
                 (lambda i=inner, e=ends: max(acc(s) for s in i) - max(acc(s) for s in e)) if inner else None, grid)
-        measure("m_tcs_best_is_80", setting, (lambda g=grid: max(g.values(), key=acc).m_tcs - 80)
-                if "80" in grid else None, grid)
+        measure("m_tcs_best_is_80", setting, spread(grid, "80") if "80" in grid else None, grid)
     eps = by(sorted({*cfg.epsilons}), lambda e: Spec("mnist", "iid", "ADPDFL", m_tcs=mt, epsilon=e, rounds=short))
     measure("higher_epsilon_helps", "", (lambda: acc(eps["16.0"]) - acc(eps["1.0"]))
             if {"1.0", "16.0"} <= set(eps) else None, eps)
