@@ -241,9 +241,10 @@ def _id_tokens(unit_id: str) -> list[str]:
 
 def estimate_left(summary: dict[str, Any], device: str = "cpu") -> Estimate:
     """How long the missing units of ``summary`` will take on ``device``, from the measured times of the finished
-    ones computed there (see :class:`Estimate`; a GPU unit prices nothing for a CPU, where it takes 30 times as
-    long): a missing unit is priced at the mean of those sharing the most leading id tokens with it (split at
-    ``/ - _ : ,`` and spaces), or counted as unmeasured if none shares the first token."""
+    ones computed there (see :class:`Estimate`; a GPU unit prices nothing for a CPU: privacy evaluation's attack
+    units took 30-45 times as long on one CPU thread as on an H200): a missing unit is priced at the mean of those
+    sharing the most leading id tokens with it (split at ``/ - _ : ,`` and spaces), or counted as unmeasured if none
+    shares the first token."""
     devices = summary.get("devices", {})
     measured = [(_id_tokens(u), s) for u, s in summary["seconds"].items()
                 if math.isfinite(s) and devices.get(u, "cpu") == device]

@@ -2,10 +2,11 @@
 # Full-mode units on a lent GPU, as one call of the device tool (repo root there, $OUT comes back):
 #   bash scripts/device_units.sh SECONDS
 # Prepare here first: MNIST (gzipped) and the CIFAR-100 subset in .devdata (ignored, carried; 18 MB):
-#   mkdir -p .devdata/MNIST/raw && for f in ../shared/data/MNIST/raw/*; do gzip -c $f >.devdata/MNIST/raw/${f##*/}.gz; done
+#   mkdir -p .devdata/MNIST/raw
+#   for f in ../shared/data/MNIST/raw/*; do gzip -c $f >.devdata/MNIST/raw/${f##*/}.gz; done
 #   cp -r ../shared/data/cifar-100-python .devdata/
 # CIFAR-10 (176 MB) exceeds the 64 MiB a call may carry: its units are listed as blocked there and stay for CPUs.
-# Steps: the CUDA agreement tests; one committed CPU unit of each chapter re-run on the GPU (compared in
+# Steps: the CUDA agreement tests; one committed CPU unit of each of the two chapters re-run on the GPU (compared in
 # $OUT/agree-*.json); privacy evaluation's attack units, then ADPDFL's MNIST units, each within its share of
 # SECONDS; every new unit file packed into $OUT/units.tgz.
 set -uo pipefail
@@ -37,8 +38,7 @@ share=$(( $(left) - 45 ))
   --budget "$(python3 -c "print($share / 60)")" --only 'mnist-*' 2>&1 | grep -v '^  \[' | tail -8
 for pair in pe ad; do
   new=$([ $pair = pe ] && echo "$pe" || echo "$ad")
-  [ -f "$new" ] && python3 scripts/compare_units.py /tmp/cpu-$pair.json "$new" --out "$out/agree-$pair.json" \
-    | python3 -c "import json,sys; d=json.load(sys.stdin); print(d['unit'], d['max_abs_diff_by_name'], d['a']['elapsed_s'], d['b']['elapsed_s'])"
+  [ -f "$new" ] && python3 scripts/compare_units.py /tmp/cpu-$pair.json "$new" --out "$out/agree-$pair.json" | head -30
   [ -f "$new" ] && mv "$new" "$out/gpu-$(basename "$new")"
 done
 find results/full -path '*/units/*.json' -newer /tmp/stamp | tar czf "$out/units.tgz" -T -

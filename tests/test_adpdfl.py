@@ -506,8 +506,8 @@ def test_the_best_m_tcs_must_win_by_the_margin_not_by_a_tie(acc80, outcome):
     runs = _fake_runs(cfg, ch._specs(cfg))
     grid = {50: 0.4561, 60: 0.4558, 70: 0.4593, 80: acc80, 90: 0.4589}
     for m, acc in grid.items():
-        runs[ch.Spec("mnist", "iid", "ADPDFL", m_tcs=m, rounds=cfg.rounds)] = RunSummary([{"round": 1, "accuracy": acc}],
-                                                                                      1, 0.0)
+        spec = ch.Spec("mnist", "iid", "ADPDFL", m_tcs=m, rounds=cfg.rounds)
+        runs[spec] = RunSummary([{"round": 1, "accuracy": acc}], 1, 0.0)
     res = Results("adpdfl", "full", 0, {})
     ch._measure(res, cfg, runs, 60)
     res.evaluate(ch.LEDGER)

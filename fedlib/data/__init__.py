@@ -27,9 +27,8 @@ from fedlib.data.partition import (
 )
 
 __all__ = [
-    "DATASETS", "FULL_SIZES", "QUICK_SUBSETS", "DatasetIncompleteError", "DatasetNotFoundError", "Split", "blocking_errors",
-    "data_root",
-    "load_dataset", "pixel_source", "quick_indices",
+    "DATASETS", "FULL_SIZES", "QUICK_SUBSETS", "DatasetIncompleteError", "DatasetNotFoundError", "Split",
+    "blocking_errors", "data_root", "load_dataset", "pixel_source", "quick_indices",
     "PARTITIONERS", "class_per_client", "class_shards", "dirichlet", "iid", "partition", "repeated", "shards",
     "sized", "unequal",
 ]
