@@ -11,6 +11,7 @@ from fedlib.ledger import (
     format_value,
     ledger_signature,
     outcome,
+    prediction_halfwidth,
     register,
 )
 
@@ -30,13 +31,16 @@ def test_three_verdicts_with_the_margin(claim, value, expected):
 
 
 def test_a_verdict_is_decisive_only_when_every_run_gives_it_with_room():
-    assert register(GT, [0.05, 0.06, 0.05, 0.07]).verdict == "reproduced"
+    assert register(GT, [0.05, 0.055, 0.05, 0.052]).verdict == "reproduced"
     assert register(GT, [0.05, 0.06, 0.005, 0.07]).verdict == "inconclusive"  # one run inside the margin
     assert register(GT, [0.05, -0.02]).verdict == "inconclusive"  # runs disagree
-    assert register(GT, [-0.05, -0.04, -0.06]).verdict == "not reproduced"
-    # every run clears the margin, but the spread leaves a new seed room to fall inside it: mean − 2 sd < margin
+    assert register(GT, [-0.05, -0.048, -0.052]).verdict == "not reproduced"
+    # every run clears the margin, but the spread leaves a new seed room to fall inside it
     assert register(GT, [0.011, 0.06, 0.012, 0.07]).verdict == "inconclusive"
-    assert register(CLOSE, [0.001, -0.002, 0.0]).verdict == "reproduced"
+    # mean − 2 sd = 0.0383 clears the 0.01 margin, but the 99 % prediction bound (t with 3 degrees of freedom,
+    # sd·√1.25) is 0.0089: about one new seed in 94 falls inside the margin
+    assert register(GT, [0.05, 0.06, 0.05, 0.07]).verdict == "inconclusive"
+    assert register(CLOSE, [0.001, -0.001, 0.0]).verdict == "reproduced"
     assert register(CLOSE, [0.001, 0.009, -0.009]).verdict == "inconclusive"
     assert register(GT, [0.05, None]).verdict == "not run"
     reg = register(GT, [0.03, 0.01, 0.02])
@@ -46,7 +50,7 @@ def test_a_verdict_is_decisive_only_when_every_run_gives_it_with_room():
 def test_a_seed_rerun_with_another_thread_count_is_not_a_new_sample():
     # SIFU's verify_output_separates: the 2-thread runs repeat the 1-thread values bit for bit; counted as 10
     # samples they shrank the sd and turned an inconclusive verdict into "reproduced"
-    values = [17.2, 19.6, 21.7, 11.9, 41.0]
+    values = [14.0, 17.5, 21.7, 26.9, 31.3]
     spread = Claim("s", "x", "y", "z", ">", margin=1.0)
     assert register(spread, values).verdict == "inconclusive"
     assert register(spread, values * 2).verdict == "reproduced"  # naive pooling: the artefact
@@ -67,6 +71,16 @@ def test_evaluate_gives_one_entry_per_claim_and_setting():
         evaluate([GT], {"nope": {"value": 1.0}}, "quick")
     with pytest.raises(ValueError, match="unique"):
         evaluate([GT, GT], {}, "quick")
+
+
+def test_the_prediction_bound_is_students():
+    # n = 5 samples of sd 1: t(0.99; 4) = 3.7469 (tables), times √1.2
+    assert prediction_halfwidth([-1.0, -0.5, 0.0, 0.5, 1.0], level=0.99) == pytest.approx(
+        3.7469 * math.sqrt(0.625) * math.sqrt(1.2), abs=1e-4)
+    assert prediction_halfwidth([0.0, 2.0], level=0.975) == pytest.approx(12.7062 * math.sqrt(2) * math.sqrt(1.5),
+                                                                          abs=1e-3)
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        prediction_halfwidth([1.0])
 
 
 def test_claims_are_validated():
