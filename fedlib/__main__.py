@@ -4,6 +4,7 @@
                                  [--units N] [--budget MINUTES]
     python -m fedlib status [--out DIR]
     python -m fedlib sweep CHAPTER [--seeds 0,1,2,3,4] [--threads 1,2]
+    python -m fedlib heldout --seed S [--chapters a,b] [--threads 1]
     python -m fedlib privacy epsilon --sigma S --q Q --steps T --delta D
     python -m fedlib privacy sigma --epsilon E --q Q --steps T --delta D
     python -m fedlib privacy adpdfl --epsilon E --delta D --rounds T --m-tcs M_TCS [--m-e M_E] [--clients M]
@@ -83,6 +84,16 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
+def _chapter_list(text: str) -> list[str]:
+    from fedlib.results import CHAPTERS
+
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    unknown = [n for n in names if n not in CHAPTERS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"expected comma-separated chapters of {', '.join(CHAPTERS)}, got {text!r}")
+    return names
+
+
 def build_parser() -> argparse.ArgumentParser:
     from fedlib.results import CHAPTERS, RESUMABLE
 
@@ -122,6 +133,13 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--cores", type=_positive_int, default=os.cpu_count() or 1,
                        help="threads busy at once (default: the CPU count)")
 
+    held = sub.add_parser("heldout", help="test the registered verdicts on a seed no sweep has seen")
+    held.add_argument("--seed", type=_natural, required=True, help="a seed outside the sweeps (e.g. 5)")
+    held.add_argument("--chapters", type=_chapter_list, default=list(CHAPTERS), help="default: every chapter")
+    held.add_argument("--threads", type=_positive_int, default=1, help="torch threads per run (default 1)")
+    held.add_argument("--cores", type=_positive_int, default=os.cpu_count() or 1,
+                      help="runs side by side, threads counted (default: the CPUs)")
+    held.add_argument("--out", default=None, help="results root (default: $FEDLIB_RESULTS or results/)")
     privacy = sub.add_parser("privacy", help="DP calculator (RDP accountant of the sampled Gaussian mechanism)")
     psub = privacy.add_subparsers(dest="quantity", required=True)
     eps = psub.add_parser("epsilon", help="epsilon spent by T steps of the sampled Gaussian mechanism")
@@ -267,6 +285,14 @@ def main(argv: list[str] | None = None) -> int:
             from fedlib.sweep import sweep
 
             sweep(args.chapter, seeds=args.seeds, threads=args.threads, cores=args.cores)
+            return 0
+        if args.command == "heldout":
+            from fedlib.sweep import heldout
+
+            record = heldout(args.chapters, args.seed, threads=args.threads, cores=args.cores, out=args.out)
+            for chapter, entry in record["chapters"].items():
+                print(f"{chapter}: {entry['decisive'] - len(entry['disagree'])} of {entry['decisive']} decisive "
+                      f"verdicts hold at seed {args.seed}" + "".join(f"\n  {d}" for d in entry["disagree"]))
             return 0
         return _run(args)
     except UsageError as err:

@@ -8,11 +8,12 @@ files (``results/<mode>/<chapter>.json``), the registered verdicts and the chapt
 from __future__ import annotations
 
 import importlib
+import json
 from pathlib import Path
 from typing import Any
 
 from fedlib.ledger import MODE_ONLY, NOT_RUN, VERDICTS, Claim, counts, format_value, registered_verdicts
-from fedlib.results import CHAPTERS, MODES, Results, load_results
+from fedlib.results import CHAPTERS, MODES, Results, load_results, results_dir
 
 #: chapter id -> title as the book's table of contents shows it
 TITLES = {"foundations": "Foundations", "dpfl": "DPFL: LDP-FL and LCDP-FL", "fednore": "Fed-nore",
@@ -140,6 +141,19 @@ def chapter_status(chapter: str, root: str | Path | None = None) -> dict[str, An
 def status_table(root: str | Path | None = None) -> list[dict[str, Any]]:
     """:func:`chapter_status` for every chapter."""
     return [chapter_status(c, root) for c in CHAPTERS]
+
+
+def heldout_rows(root: str | Path | None = None) -> list[dict[str, Any]]:
+    """One row per chapter and held-out seed (``python -m fedlib heldout``, :func:`fedlib.sweep.heldout`): how many
+    decisive registered verdicts a run at a seed no sweep has seen tested, and which it contradicted."""
+    rows = []
+    for path in sorted((Path(root or results_dir()) / "heldout").glob("seed*.json")):
+        record = json.loads(path.read_text())
+        for chapter, entry in record["chapters"].items():
+            rows.append({"chapter": TITLES[chapter], "seed": record["seed"], "decisive verdicts": entry["decisive"],
+                         "contradicted": len(entry["disagree"]), "which": "; ".join(entry["disagree"]) or "–",
+                         "run": f"{entry['elapsed_s']:.0f} s, {_machine(entry['environment'])}"})
+    return sorted(rows, key=lambda r: (list(TITLES.values()).index(r["chapter"]), r["seed"]))
 
 
 def totals(root: str | Path | None = None) -> dict[str, dict[str, int]]:

@@ -1,4 +1,4 @@
-"""The seed sweep that registers a chapter's quick-mode verdicts (:mod:`fedlib.ledger`).
+"""The seed sweep that registers a chapter's quick-mode verdicts (:mod:`fedlib.ledger`), and the held-out check.
 
 ``python -m fedlib sweep CHAPTER`` runs the chapter in quick mode at seeds 0-4, each with 1 and with 2 torch threads
 (every run a separate process, so thread counts cannot leak), keeps each run's measured values in
@@ -6,6 +6,10 @@
 ``fedlib/experiments/verdicts/<chapter>.json``: the ledger's signature, the quick configuration's fingerprint and
 every run's values. The verdicts themselves are recomputed from the values by :func:`fedlib.ledger.register`, so a
 registry can be read and checked by anyone.
+
+``python -m fedlib heldout --seed S`` runs chapters in quick mode at a seed the sweep did not see and writes, per
+chapter, which decisive registered verdicts that run contradicts to ``results/heldout/seed<S>.json``: a registered
+verdict is a prediction about new seeds, and this is its test.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from fedlib.fingerprint import fingerprint
-from fedlib.ledger import ledger_signature, verdicts_path
+from fedlib.ledger import VERDICTS, ledger_signature, load_registry, registered_verdicts, verdicts_path
 from fedlib.results import Results, load_results, results_dir, write_atomic
 
 SEEDS = (0, 1, 2, 3, 4)
@@ -115,3 +119,44 @@ def _valid(path: Path, config: str) -> bool:
         return json.loads(path.read_text()).get("config") == config
     except ValueError:
         return False
+
+
+def disagreements(results: Results) -> list[str]:
+    """The decisive registered verdicts (reproduced / not reproduced) that the quick run ``results`` contradicts,
+    one line each."""
+    from fedlib.experiments import chapter_module
+
+    registered = registered_verdicts(results.chapter, chapter_module(results.chapter).LEDGER)
+    return [f"{c['key']}: registered {registered[c['key']].verdict}, this run {c['outcome']} ({c['value']})"
+            for c in results.claims
+            if c["key"] in registered and registered[c["key"]].verdict in VERDICTS[:2]
+            and c["outcome"] != registered[c["key"]].verdict]
+
+
+def heldout(chapters: Sequence[str], seed: int, *, threads: int = 1, cores: int = 2, out: Path | None = None,
+            log=print) -> dict[str, Any]:
+    """Run ``chapters`` in quick mode at ``seed``, which no registered sweep may hold, and add to
+    ``<out>/heldout/seed<seed>.json`` per chapter: how many decisive registered verdicts it tests and which it
+    contradicts. Chapters already in the file are not run again."""
+    from fedlib.experiments import chapter_module
+
+    for chapter in chapters:
+        registry = load_registry(chapter) or {}
+        if seed in registry.get("seeds", ()):
+            raise ValueError(f"seed {seed} is one of {chapter}'s sweep seeds {registry['seeds']}: a held-out check "
+                             f"needs a seed the sweep did not see")
+    path = Path(out or results_dir()) / "heldout" / f"seed{seed}.json"
+    record = json.loads(path.read_text()) if path.exists() else {"seed": seed, "chapters": {}}
+    todo = [(c, seed, threads) for c in chapters if c not in record["chapters"]]
+
+    def save(job: Job, res: Results) -> None:
+        registered = registered_verdicts(job[0], chapter_module(job[0]).LEDGER)
+        record["chapters"][job[0]] = {
+            "threads": job[2], "elapsed_s": res.elapsed_s, "environment": res.environment,
+            "decisive": sum(r.verdict in VERDICTS[:2] for r in registered.values()),
+            "disagree": disagreements(res)}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode())
+
+    run_quick(todo, cores=cores, log=log, done=save)
+    return record

@@ -1,7 +1,8 @@
-"""Shared fixtures: the data root, a small real-MNIST federation, and the executed book."""
+"""Shared fixtures: the data root, a small real-MNIST federation, a registered sweep, and the executed book."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -36,6 +37,22 @@ def small_fed(mnist):
     return sub, clients, test.subset(torch.arange(500))
 
 
+@pytest.fixture
+def registry(tmp_path, monkeypatch):
+    """A registered sweep of three runs (seeds 0-2) for Foundations, in place of the committed one."""
+    from fedlib import ledger
+    from fedlib.experiments.foundations import LEDGER
+
+    path = tmp_path / "verdicts" / "foundations.json"
+    path.parent.mkdir()
+    runs = [{"seed": s, "threads": 1, "elapsed_s": 1.0,
+             "values": {"noniid_slower": 0.05 + s / 1000, "budget_52_rounds": 0.0, "ldp_worse_than_cdp": 0.005}}
+            for s in (0, 1, 2)]
+    path.write_text(json.dumps({"ledger": ledger.ledger_signature(LEDGER), "seeds": [0, 1, 2], "runs": runs}))
+    monkeypatch.setattr(ledger, "verdicts_path", lambda chapter: tmp_path / "verdicts" / f"{chapter}.json")
+    return path
+
+
 @pytest.fixture(scope="session")
 def executed_book(tmp_path_factory):
     """Stage the book, execute every chapter in quick mode (results into a temp folder; ``$FEDLIB_BOOK_JOBS``
@@ -47,8 +64,9 @@ def executed_book(tmp_path_factory):
     import build_book
 
     results_root = tmp_path_factory.mktemp("results")
-    if (ROOT / "results" / "full").is_dir():  # the committed full-mode runs, for the reproduction report
-        shutil.copytree(ROOT / "results" / "full", results_root / "full")
+    for folder in ("full", "heldout"):  # the committed full-mode runs and held-out checks, for the report
+        if (ROOT / "results" / folder).is_dir():
+            shutil.copytree(ROOT / "results" / folder, results_root / folder)
     os.environ["FEDLIB_RESULTS"] = str(results_root)
     try:
         build_book.stage()

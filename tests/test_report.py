@@ -9,36 +9,11 @@ import pytest
 
 from fedlib import ledger
 from fedlib.experiments.foundations import LEDGER
-from fedlib.report import (chapter_counts, chapter_status, full_text, ledger_rows, paper_tables,
+from fedlib.report import (chapter_counts, chapter_status, full_text, heldout_rows, ledger_rows, paper_tables,
                            quick_vs_full_html, status_table, totals)
 from fedlib.results import CHAPTERS, Results
 
-VALUES = {"fedavg_iid": 0.0, "noniid_slower": 0.05, "budget_52_rounds": 0.0, "ldp_worse_than_cdp": -0.3}
-
-
-def fake_run(mode: str, ours: list[float], values: dict[str, float | None]) -> Results:
-    """A hand-made results file of the Foundations chapter (test data only, never shown as a reproduction)."""
-    res = Results("foundations", mode, 0, {}, elapsed_s=12.0)
-    res.add_table("T3.3", "sanity", [{"setting": f"s{k}", "paper": 0.5, "ours": v} for k, v in enumerate(ours)])
-    res.add_table("mechanisms", "not a paper table", [{"quantity": "x", "ours": 0.2}])
-    for claim in LEDGER:
-        res.measure(claim, values.get(claim.id), "made up")
-    res.evaluate(LEDGER)
-    return res
-
-
-@pytest.fixture
-def registry(tmp_path, monkeypatch):
-    """A registered sweep of three runs for Foundations."""
-    path = tmp_path / "verdicts" / "foundations.json"
-    path.parent.mkdir()
-    runs = [{"seed": s, "threads": 1, "elapsed_s": 1.0,
-             "values": {"noniid_slower": 0.05 + s / 1000, "budget_52_rounds": 0.0, "ldp_worse_than_cdp": 0.005}}
-            for s in (0, 1, 2)]
-    path.write_text(json.dumps({"ledger": ledger.ledger_signature(LEDGER), "runs": runs}))
-    monkeypatch.setattr(ledger, "verdicts_path", lambda chapter: tmp_path / "verdicts" / f"{chapter}.json")
-    return path
-
+from helpers import VALUES, fake_run
 
 def test_counts_come_from_the_registered_sweep_and_the_full_run(tmp_path, registry):
     fake_run("quick", [0.8, 0.7], VALUES).save(tmp_path / "r")
@@ -122,3 +97,18 @@ def test_a_full_runs_status_gives_its_units_compute_time_not_the_assembling_runs
     quick.units = {"done": 7, "total": 7, "seconds": {"a": 1.0}}
     quick.save()
     assert chapter_status("foundations")["quick run"].startswith("seed 0, 12 s on ")
+
+
+def test_heldout_rows_list_each_chapter_and_seed_with_what_it_contradicted(tmp_path):
+    assert heldout_rows(tmp_path) == []
+    env = {"threads": "1", "cpus": "2", "torch": "2.4", "cuda": "none"}
+    (tmp_path / "heldout").mkdir()
+    for seed, sifu in ((6, []), (5, ["x: registered reproduced, this run inconclusive (0.001)"])):
+        chapters = {"sifu": {"decisive": 56, "disagree": sifu, "elapsed_s": 312.4, "environment": env},
+                    "audit": {"decisive": 14, "disagree": [], "elapsed_s": 62.0, "environment": env}}
+        (tmp_path / "heldout" / f"seed{seed}.json").write_text(json.dumps({"seed": seed, "chapters": chapters}))
+    rows = heldout_rows(tmp_path)
+    assert [(r["chapter"], r["seed"], r["contradicted"]) for r in rows] == [
+        ("SIFU", 5, 1), ("SIFU", 6, 0), ("Auditing our claims", 5, 0), ("Auditing our claims", 6, 0)]
+    assert rows[0]["which"].startswith("x: registered reproduced") and rows[1]["which"] == "–"
+    assert rows[0]["run"] == "312 s, 1 thread(s) of 2 CPU(s), torch 2.4"

@@ -1,0 +1,38 @@
+"""The held-out check: a registered verdict is a prediction about seeds the sweep did not see, and a run at such a
+seed lists the decisive verdicts it contradicts."""
+
+import json
+
+import pytest
+
+from fedlib import sweep
+from fedlib.sweep import disagreements, heldout
+
+from helpers import VALUES, fake_run
+
+
+def test_a_run_contradicting_a_decisive_verdict_is_listed(registry):
+    # the fake sweep registers noniid_slower as reproduced (+5.0 … +5.2 pp) and ldp_worse as inconclusive
+    assert disagreements(fake_run("quick", [0.8], VALUES)) == []
+    broken = disagreements(fake_run("quick", [0.8], {**VALUES, "noniid_slower": -0.05, "ldp_worse_than_cdp": 0.3}))
+    assert broken == ["noniid_slower: registered reproduced, this run not reproduced (-0.05)"]
+
+
+def test_heldout_refuses_a_sweep_seed_and_records_each_chapter_once(registry, tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="seed 2 is one of foundations's sweep seeds"):
+        heldout(["foundations"], 2, out=tmp_path)
+    ran = []
+
+    def fake_quick(jobs, *, cores, log, done):
+        for job in jobs:
+            ran.append(job)
+            done(job, fake_run("quick", [0.8], {**VALUES, "noniid_slower": -0.05}))
+
+    monkeypatch.setattr(sweep, "run_quick", fake_quick)
+    record = heldout(["foundations"], 7, out=tmp_path)
+    entry = json.loads((tmp_path / "heldout" / "seed7.json").read_text())["chapters"]["foundations"]
+    assert entry == record["chapters"]["foundations"] and ran == [("foundations", 7, 1)]
+    assert entry["decisive"] == 2 and entry["disagree"] == [
+        "noniid_slower: registered reproduced, this run not reproduced (-0.05)"]
+    heldout(["foundations"], 7, out=tmp_path)  # already recorded: nothing runs
+    assert ran == [("foundations", 7, 1)]
