@@ -140,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     held.add_argument("--cores", type=_positive_int, default=os.cpu_count() or 1,
                       help="runs side by side, threads counted (default: the CPUs)")
     held.add_argument("--out", default=None, help="results root (default: $FEDLIB_RESULTS or results/)")
+
     privacy = sub.add_parser("privacy", help="DP calculator (RDP accountant of the sampled Gaussian mechanism)")
     psub = privacy.add_subparsers(dest="quantity", required=True)
     eps = psub.add_parser("epsilon", help="epsilon spent by T steps of the sampled Gaussian mechanism")

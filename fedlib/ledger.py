@@ -18,7 +18,8 @@ threads): a verdict is decisive only when *every* run gives it *and* a new seed 
 :data:`PREDICTION_LEVEL`), still clears the margin (a seed's runs with other thread counts count once, as their
 mean); otherwise the claim is inconclusive at this scale, reported with its spread. (Until 2026-11-27 the bound was
 mean − 2·sd: with 5 seeds a new seed then crosses a borderline margin about 7 % of the time, and over the 183
-decisive verdicts of that day about 1.5 would flip on each unseen seed; privacy evaluation's seed 7 flipped one.) The registered verdicts live in ``fedlib/experiments/verdicts/<chapter>.json`` (written by
+decisive verdicts of that day about 1.5 would flip on each unseen seed; privacy evaluation's seed 7 flipped one.)
+The registered verdicts live in ``fedlib/experiments/verdicts/<chapter>.json`` (written by
 ``python -m fedlib sweep``); the report counts them, and CI checks that seed 0 and one other seed agree with every
 decisive one.
 
@@ -218,8 +219,8 @@ def register(claim: Claim, values: Iterable[float | None], seeds: Sequence[int] 
 
 
 def prediction_halfwidth(samples: Sequence[float], level: float = PREDICTION_LEVEL) -> float:
-    """t(level; n − 1)·sd·√(1 + 1/n): how far a new sample may fall from the mean of ``samples`` (n ≥ 2), one-sided
-    at ``level``, for normally distributed values of unknown variance."""
+    """t(level; n − 1)·sd·√(1 + 1/n): how far a new sample may fall from the mean of ``samples`` (n ≥ 2),
+    one-sided at ``level``, for normally distributed values of unknown variance."""
     n = len(samples)
     if n < 2:
         raise ValueError(f"a prediction bound needs at least 2 samples, got {n}")

@@ -23,7 +23,8 @@ gunzip -f .devdata/MNIST/raw/*.gz
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0))"
 touch /tmp/stamp
-[ $checks = 1 ] && timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_attacks.py tests/test_adpdfl.py -k cuda 2>&1 | tail -4
+[ $checks = 1 ] && timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_attacks.py tests/test_adpdfl.py \
+  -k cuda 2>&1 | tail -4
 
 pe=results/full/privacy_eval/units/attack_cosine_one-round_round1_part1.json
 ad=results/full/adpdfl/units/mnist-iid-fake-cen-adpdfl-mt70-C1-eps8-T20.json
@@ -31,7 +32,8 @@ if [ $checks = 1 ]; then
   cp "$pe" /tmp/cpu-pe.json && rm "$pe"
   cp "$ad" /tmp/cpu-ad.json && rm "$ad"
   # the re-run units alone (a run takes its units in the chapter's order)
-  timeout 300 python3 -m fedlib run privacy_eval --mode full --only "attack/cosine/one-round/round1/part1" 2>&1 | tail -1
+  timeout 300 python3 -m fedlib run privacy_eval --mode full \
+    --only "attack/cosine/one-round/round1/part1" 2>&1 | tail -1
   timeout 200 python3 -m fedlib run adpdfl --mode full --only "$(basename "$ad" .json)" 2>&1 | tail -1
 fi
 # privacy evaluation: the missing attack units, one group at a time (~30-45x one CPU thread: most of the time left)

@@ -7,18 +7,19 @@ import json
 
 import pytest
 
-from fedlib import ledger
 from fedlib.experiments.foundations import LEDGER
 from fedlib.report import (chapter_counts, chapter_status, full_text, heldout_rows, ledger_rows, paper_tables,
                            quick_vs_full_html, status_table, totals)
-from fedlib.results import CHAPTERS, Results
+from fedlib.results import CHAPTERS
 
 from helpers import VALUES, fake_run
+
 
 def test_counts_come_from_the_registered_sweep_and_the_full_run(tmp_path, registry):
     fake_run("quick", [0.8, 0.7], VALUES).save(tmp_path / "r")
     c = chapter_counts("foundations", tmp_path / "r")
-    # quick: noniid reproduced in every run (and by a new seed's prediction bound), budget exact, ldp_worse 0.005 < margin -> inconclusive; fedavg_iid full only
+    # quick: noniid reproduced in every run and by a new seed's prediction bound, budget exact, ldp_worse
+    # 0.005 < margin -> inconclusive; fedavg_iid full only
     assert c["quick"] == {"reproduced": 2, "not reproduced": 0, "inconclusive": 1} and c["claims"] == 4
     assert c["full"] == {"reproduced": 0, "not reproduced": 0, "inconclusive": 0, "not run": 4}
     assert c["contradicted"] == 0
