@@ -23,6 +23,11 @@ The registered verdicts live in ``fedlib/experiments/verdicts/<chapter>.json`` (
 ``python -m fedlib sweep``); the report counts them, and CI checks that seed 0 and one other seed agree with every
 decisive one.
 
+Full mode has no sweep: its verdicts come from one run. Where that run's value is itself a mean over seeds (the
+paper's own repeats, e.g. FLZ's five seeds), the run records the per-seed values with it, and the verdict is
+decisive only when the one-sided 99 % confidence bound of that mean, mean − t(0.99; n − 1)·sd/√n, clears the
+margin (:func:`clears`): a mean that lands just inside the margin is not a reproduction.
+
 A ``kind="fact"`` entry is bookkeeping that no defect of the implementation could flip (a count, an identity that
 holds by construction): it is shown with its value but not counted as a reproduced claim.
 """
@@ -158,13 +163,31 @@ def evaluate(ledger: Sequence[Claim], measured: dict[str, dict[str, Any]], mode:
     for claim in ledger:
         for setting in claim.settings:
             m = measured.get(claim.key(setting), {})
-            value = m.get("value")
+            value, detail, samples = m.get("value"), m.get("detail", ""), m.get("samples")
+            verdict = outcome(claim, value) if mode in claim.modes else f"{claim.modes[0]} mode only"
+            if samples is not None and value is not None:
+                halfwidth = confidence_halfwidth(samples)
+                detail += (f"{'; ' if detail else ''}mean of {len(samples)} seeds, one-sided "
+                           f"{PREDICTION_LEVEL * 100:.0f} % bound ±{format_value(halfwidth, claim.unit).lstrip('+')}")
+                if verdict in VERDICTS[:2] and not clears(claim, verdict, value, halfwidth):
+                    verdict = "inconclusive"
             entry = {k: v for k, v in asdict(claim).items() if k != "settings"}
             entry.update(setting=setting, key=claim.key(setting), margin=claim.threshold, value=value,
-                         detail=m.get("detail", ""),
-                         outcome=outcome(claim, value) if mode in claim.modes else f"{claim.modes[0]} mode only")
+                         detail=detail, outcome=verdict)
             out.append(entry)
     return out
+
+
+def clears(claim: Claim, verdict: str, mean: float, halfwidth: float) -> bool:
+    """Whether ``verdict`` (reproduced or not reproduced) holds for every value within ``halfwidth`` of ``mean``
+    on the side that could overturn it: the test of both the registered sweeps and full mode's seed means."""
+    m = claim.threshold
+    if claim.direction == "≈":
+        room = m - (abs(mean) + halfwidth) if verdict == "reproduced" else (abs(mean) - halfwidth) - 2 * m
+    else:
+        effect = mean if claim.direction == ">" else -mean
+        room = (effect - halfwidth) - m if verdict == "reproduced" else -m - (effect + halfwidth)
+    return room >= 0
 
 
 @dataclass
@@ -205,16 +228,9 @@ def register(claim: Claim, values: Iterable[float | None], seeds: Sequence[int] 
     for k, v in enumerate(values):
         by_seed.setdefault(k if seeds is None else seeds[k], []).append(v)
     samples = [statistics.fmean(vs) for vs in by_seed.values()]
-    if len(samples) > 1:  # a new seed's value must clear the margin too (its prediction bound)
-        mean, bound = statistics.fmean(samples), prediction_halfwidth(samples)
-        m = claim.threshold
-        if claim.direction == "≈":
-            room = m - (abs(mean) + bound) if first == "reproduced" else (abs(mean) - bound) - 2 * m
-        else:
-            effect = mean if claim.direction == ">" else -mean
-            room = (effect - bound) - m if first == "reproduced" else -m - (effect + bound)
-        if room < 0:
-            return Registered("inconclusive", len(values), values, counts)
+    # a new seed's value must clear the margin too (its prediction bound)
+    if len(samples) > 1 and not clears(claim, first, statistics.fmean(samples), prediction_halfwidth(samples)):
+        return Registered("inconclusive", len(values), values, counts)
     return Registered(first, len(values), values, counts)
 
 
@@ -225,6 +241,15 @@ def prediction_halfwidth(samples: Sequence[float], level: float = PREDICTION_LEV
     if n < 2:
         raise ValueError(f"a prediction bound needs at least 2 samples, got {n}")
     return float(stdtrit(n - 1, level)) * statistics.stdev(samples) * math.sqrt(1 + 1 / n)
+
+
+def confidence_halfwidth(samples: Sequence[float], level: float = PREDICTION_LEVEL) -> float:
+    """t(level; n − 1)·sd/√n: how far the mean of ``samples`` (n ≥ 2) may lie from the true mean, one-sided at
+    ``level``, for normally distributed values of unknown variance."""
+    n = len(samples)
+    if n < 2:
+        raise ValueError(f"a confidence bound needs at least 2 samples, got {n}")
+    return float(stdtrit(n - 1, level)) * statistics.stdev(samples) / math.sqrt(n)
 
 
 def verdicts_path(chapter: str) -> Path:

@@ -23,6 +23,7 @@ import json
 import math
 import os
 import platform
+import statistics
 from dataclasses import asdict, dataclass, field
 from collections.abc import Sequence
 from pathlib import Path
@@ -117,12 +118,25 @@ class Results:
         """Add a table; each row should hold the paper's value (``paper``) beside ours (``ours``)."""
         self.tables[table_id] = {"title": title, "rows": clean(rows)}
 
-    def measure(self, claim: Claim, value: float | None, detail: str = "", *, setting: str = "") -> None:
-        """Record this run's value of ``claim`` in ``setting`` (None: not run yet) and what it was computed from."""
+    def measure(self, claim: Claim, value: float | None, detail: str = "", *, setting: str = "",
+                samples: Sequence[float] | None = None) -> None:
+        """Record this run's value of ``claim`` in ``setting`` (None: not run yet) and what it was computed from.
+
+        ``samples``: where ``value`` is a mean over seeds, the per-seed values (at least 2, their mean ``value``);
+        the verdict then accounts for their spread (:func:`fedlib.ledger.clears`)."""
         key = claim.key(setting)
         if key in self.measured:
             raise ValueError(f"claim {key!r} was measured twice")
-        self.measured[key] = {"value": None if value is None else float(value), "detail": detail}
+        entry = {"value": None if value is None else float(value), "detail": detail}
+        if samples is not None and value is not None:
+            samples = [float(v) for v in samples]
+            if len(samples) < 2 or not all(math.isfinite(v) for v in samples):
+                raise ValueError(f"claim {key!r}: samples must be at least 2 finite values, got {samples}")
+            if not math.isclose(statistics.fmean(samples), value, rel_tol=1e-9, abs_tol=1e-12):
+                raise ValueError(f"claim {key!r}: value {value} is not the mean of its samples "
+                                 f"({statistics.fmean(samples)})")
+            entry["samples"] = samples
+        self.measured[key] = entry
 
     def evaluate(self, ledger: Sequence[Claim]) -> None:
         """Evaluate the chapter's ledger on the measured values (every claim and setting gets an entry)."""

@@ -6,6 +6,8 @@ import pytest
 
 from fedlib.ledger import (
     Claim,
+    clears,
+    confidence_halfwidth,
     counts,
     evaluate,
     format_value,
@@ -81,6 +83,50 @@ def test_the_prediction_bound_is_students():
                                                                           abs=1e-3)
     with pytest.raises(ValueError, match="at least 2 samples"):
         prediction_halfwidth([1.0])
+
+
+def test_the_confidence_bound_of_a_mean_is_students():
+    # n = 5 samples of sd √0.625: t(0.99; 4) = 3.7469 (tables), over √5
+    assert confidence_halfwidth([-1.0, -0.5, 0.0, 0.5, 1.0]) == pytest.approx(
+        3.7469 * math.sqrt(0.625) / math.sqrt(5), abs=1e-4)
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        confidence_halfwidth([1.0])
+
+
+def test_a_mean_over_seeds_is_decisive_only_when_its_confidence_bound_clears_the_margin():
+    # FLZ's FLAvg − FLAvg(subset) on the homogeneous split, full mode: a mean of 0.97 pp inside the 1-pp margin,
+    # from five seeds that spread from −0.6 to +2.6 pp, passed as one run; with the seeds it is inconclusive
+    seeds = [0.026, -0.006, 0.012, 0.010, 0.0063]
+    mean = sum(seeds) / len(seeds)
+    close = Claim("close", "A is close to B", "§3", "acc(A) − acc(B)", "≈")
+    assert outcome(close, mean) == "reproduced"
+    entry = evaluate([close], {"close": {"value": mean, "detail": "x", "samples": seeds}}, "full")[0]
+    assert entry["outcome"] == "inconclusive" and "mean of 5 seeds" in entry["detail"]
+    tight = [0.0045, 0.005, 0.0055]  # 0.5 pp ± t(0.99; 2)·0.0005/√3 = 0.2 pp: inside the margin
+    assert evaluate([close], {"close": {"value": 0.005, "samples": tight}}, "full")[0]["outcome"] == "reproduced"
+    # the bound only takes verdicts away: an inconclusive mean stays inconclusive, a clear one keeps its verdict
+    far = [0.09, 0.1, 0.11]
+    assert evaluate([GT], {"gt": {"value": 0.1, "samples": far}}, "full")[0]["outcome"] == "reproduced"
+    assert evaluate([GT], {"gt": {"value": -0.1, "samples": [-v for v in far]}}, "full")[0]["outcome"] == \
+        "not reproduced"
+    assert evaluate([GT], {"gt": {"value": 0.005, "samples": [0.0, 0.01]}}, "full")[0]["outcome"] == "inconclusive"
+    # the test is the one the sweeps use: which side of the margin the bound must stay on
+    assert clears(GT, "reproduced", 0.05, 0.039) and not clears(GT, "reproduced", 0.05, 0.041)
+    assert clears(GT, "not reproduced", -0.05, 0.039) and not clears(GT, "not reproduced", -0.05, 0.041)
+    assert clears(close, "reproduced", 0.004, 0.005) and not clears(close, "reproduced", -0.004, 0.007)
+    assert clears(close, "not reproduced", -0.03, 0.009) and not clears(close, "not reproduced", 0.03, 0.011)
+
+
+def test_a_run_records_samples_only_as_the_values_its_mean_is_made_of():
+    from fedlib.results import Results
+
+    res = Results("flz", "full", seed=0, config={})
+    res.measure(GT, 0.02, samples=[0.01, 0.03])
+    assert res.measured["gt"]["samples"] == [0.01, 0.03]
+    with pytest.raises(ValueError, match="not the mean of its samples"):
+        res.measure(LT, 0.02, samples=[0.01, 0.02])
+    with pytest.raises(ValueError, match="at least 2 finite values"):
+        res.measure(CLOSE, 0.02, setting="mnist", samples=[0.02])
 
 
 def test_claims_are_validated():

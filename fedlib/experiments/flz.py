@@ -775,8 +775,9 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
     """This run's value of every claim of :data:`LEDGER` (None where its units have not run)."""
     claim = {c.id: c for c in LEDGER}
 
-    def measure(cid: str, value: float | None, detail: str, setting: str = "") -> None:
-        res.measure(claim[cid], value, detail, setting=setting)
+    def measure(cid: str, value: float | None, detail: str, setting: str = "",
+                samples: list[float] | None = None) -> None:
+        res.measure(claim[cid], value, detail, setting=setting, samples=samples)
 
     def diff(a: float | None, b: float | None) -> float | None:
         return None if a is None or b is None else a - b
@@ -808,19 +809,29 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
     def accs(split: str, ds: str) -> str:
         return ", ".join(f"{k} {fmt(v)}" for k, v in acc[(split, ds)].items())
 
+    def per_seed(split: str, ds: str, name: str, minus: str | float) -> list[float] | None:
+        """acc(name) − acc(minus) (a framework or a constant) for each repeat seed, where the value is their mean
+        over at least two seeds."""
+        reps = frameworks[(split, ds)]
+        out = [diff(_final(r, name), minus if isinstance(minus, float) else _final(r, minus)) for r in reps]
+        return None if len(out) < 2 or None in out else out
+
     for ds in cfg.datasets:
         if ("iid", ds) in acc:
             a = acc[("iid", ds)]
             if ds in claim["iid_subset_matches"].settings:
-                measure("iid_subset_matches", diff(a["FLAvg"], a["FLAvg(subset)"]), accs("iid", ds), ds)
+                measure("iid_subset_matches", diff(a["FLAvg"], a["FLAvg(subset)"]), accs("iid", ds), ds,
+                        per_seed("iid", ds, "FLAvg", "FLAvg(subset)"))
                 fed = [a[k] for k in FEDERATED]
                 measure("ll_lowest", None if None in fed else diff(min(fed), a["ll"]), accs("iid", ds), ds)
             if ds == "mnist":
-                measure("iid_level", diff(a["FLAvg"], 0.76), accs("iid", ds), ds)
-                measure("iid_unlearn_dip", diff(a["FLZ"], a["FLZ(unlearn)"]), accs("iid", ds), ds)
+                measure("iid_level", diff(a["FLAvg"], 0.76), accs("iid", ds), ds, per_seed("iid", ds, "FLAvg", 0.76))
+                measure("iid_unlearn_dip", diff(a["FLZ"], a["FLZ(unlearn)"]), accs("iid", ds), ds,
+                        per_seed("iid", ds, "FLZ", "FLZ(unlearn)"))
         if ("het", ds) in acc:
             a = acc[("het", ds)]
-            measure("het_like_local", diff(a["FLAvg"], a["ll"]), accs("het", ds), ds)
+            measure("het_like_local", diff(a["FLAvg"], a["ll"]), accs("het", ds), ds,
+                    per_seed("het", ds, "FLAvg", "ll"))
             reps = frameworks[("het", ds)]
             variants = [(ds, a)]
             if f"{ds}, softplus (ours)" in _HET:
@@ -838,8 +849,10 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
             far = None if None in (a["FLAvg"], a["FLAvg(subset)"]) else max(
                 (a["FLAvg"] - 0.8, a["FLAvg(subset)"] - 0.8), key=abs)
             measure("uneven_level", far, accs("uneven", ds), ds)
-            measure("subset_above_flavg", diff(a["FLAvg(subset)"], a["FLAvg"]), accs("uneven", ds), ds)
-            measure("unlearn_above_flz", diff(a["FLZ(unlearn)"], a["FLZ"]), accs("uneven", ds), ds)
+            measure("subset_above_flavg", diff(a["FLAvg(subset)"], a["FLAvg"]), accs("uneven", ds), ds,
+                    per_seed("uneven", ds, "FLAvg(subset)", "FLAvg"))
+            measure("unlearn_above_flz", diff(a["FLZ(unlearn)"], a["FLZ"]), accs("uneven", ds), ds,
+                    per_seed("uneven", ds, "FLZ(unlearn)", "FLZ"))
             others = [s for s in ("iid", "het") if (s, ds) in acc]
             if len(others) == 2:
                 gap = {s: None if diff(acc[(s, ds)]["FLZ(unlearn)"], acc[(s, ds)]["FLAvg(subset)"]) is None else
@@ -858,14 +871,16 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
         split, ds = key.split("/")
         if (split, ds) in acc:
             a = acc[(split, ds)]
-            measure("flz_close_to_flavg", diff(a["FLZ"], a["FLAvg"]), accs(split, ds), key)
+            measure("flz_close_to_flavg", diff(a["FLZ"], a["FLAvg"]), accs(split, ds), key,
+                    per_seed(split, ds, "FLZ", "FLAvg"))
     for key in claim["unlearn_close_to_subset"].settings:
         split, ds = key.split("/")
         if (split, ds) in acc:
             a = acc[(split, ds)]
             measure("unlearn_close_to_subset", diff(a["FLZ(unlearn)"], a["FLAvg(subset)"]),
                     f"FLZ(unlearn) {fmt(a['FLZ(unlearn)'])}, FLAvg(subset) {fmt(a['FLAvg(subset)'])}; without "
-                    f"unlearning FLZ {fmt(a['FLZ'])} (difference {fmt(diff(a['FLZ'], a['FLAvg(subset)']))})", key)
+                    f"unlearning FLZ {fmt(a['FLZ'])} (difference {fmt(diff(a['FLZ'], a['FLAvg(subset)']))})", key,
+                    per_seed(split, ds, "FLZ(unlearn)", "FLAvg(subset)"))
     _measure_forgetting(measure, frameworks, verified, fmt, diff)
 
     if grid:
