@@ -169,8 +169,12 @@ def totals(root: str | Path | None = None) -> dict[str, dict[str, int]]:
 
 def paper_tables(chapter: str, root: str | Path | None = None) -> list[tuple[str, list[dict[str, Any]]]]:
     """Every paper table (id ``T…``) of a chapter's quick run as (caption, rows), with ``ours`` renamed
-    ``ours (quick)`` and, where the full run has the same table with as many rows, ``ours (full)`` beside it and
-    ``Δ (full − paper)`` (quick mode's scale differs from the paper's, so only the full run is compared in numbers)."""
+    ``ours (quick)``, the full run's ``ours`` beside it as ``ours (full)`` and ``Δ (full − paper)`` (quick mode's
+    scale differs from the paper's, so only the full run is compared in numbers).
+
+    Rows are matched by what names them (:func:`_row_identity`), not by position: a full run holds rows that quick
+    mode does not run (e.g. DPFL's 1,000 clients) and may lack some; those rows appear with the other mode's cells
+    empty, in the full run's order, then quick mode's own."""
     quick = load_results(chapter, "quick", root)
     full = _load(chapter, "full", root)
     full = full if isinstance(full, Results) else None
@@ -178,20 +182,40 @@ def paper_tables(chapter: str, root: str | Path | None = None) -> list[tuple[str
     for tid, table in quick.tables.items():
         if not tid.startswith("T"):
             continue
+        quick_rows = table["rows"]
         full_rows = full.tables.get(tid, {}).get("rows", []) if full is not None else []
-        match = len(full_rows) == len(table["rows"])
+        unused = list(range(len(quick_rows)))
+        pairs: list[tuple[dict | None, dict | None]] = []
+        for frow in full_rows:
+            k = next((i for i in unused if _row_identity(quick_rows[i]) == _row_identity(frow)), None)
+            if k is not None:
+                unused.remove(k)
+            pairs.append((None if k is None else quick_rows[k], frow))
+        pairs += [(quick_rows[i], None) for i in unused]
         rows = []
-        for k, row in enumerate(table["rows"]):
-            new = {key: value for key, value in row.items() if key != "ours"}
-            new["ours (quick)"] = row.get("ours")
-            new["ours (full)"] = full_rows[k].get("ours") if match else None
-            paper, ours = row.get("paper"), new["ours (full)"]
+        for qrow, frow in pairs:
+            # a row only the full run holds shows the paper's setting from the full run (e.g. its client count)
+            new = {key: value for key, value in qrow.items() if key != "ours"} if qrow is not None else \
+                {key: value for key, value in frow.items() if "ours" not in key}
+            new["ours (quick)"] = None if qrow is None else qrow.get("ours")
+            new["ours (full)"] = None if frow is None else frow.get("ours")
+            paper, ours = new.get("paper"), new["ours (full)"]
             numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (paper, ours))
             new["Δ (full − paper)"] = ours - paper if numeric else None
             rows.append(new)
-        note = "" if full is None else "" if match else " (full run: see its results file; rows differ)"
-        out.append((f"{table['title']}{note}", rows))
+        note = " (ours (full): the paper's configuration, from the committed full run)" if full_rows else ""
+        out.append((table["title"] + note, rows))
     return out
+
+
+def _identity_fields(row: dict[str, Any]) -> dict[str, Any]:
+    """The columns that name a paper-table row in either mode: its text labels and the paper's numbers; never ours
+    (their scale, and our derived settings such as a noise std, change with the mode)."""
+    return {k: v for k, v in row.items() if "ours" not in k and ("paper" in k or isinstance(v, str))}
+
+
+def _row_identity(row: dict[str, Any]) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in _identity_fields(row).items()))
 
 
 def _root(results: Results) -> Path:

@@ -53,6 +53,27 @@ def test_a_corrupt_results_file_shows_as_unreadable_and_the_rest_renders(tmp_pat
         chapter_status("flower", tmp_path)
 
 
+def test_paper_tables_match_the_full_run_by_row_not_by_position(tmp_path, registry):
+    # DPFL's Table 3.1: the full run adds the 1,000-client rows, which quick mode does not run; matched by
+    # position the report dropped the whole "ours (full)" column
+    quick = fake_run("quick", [], VALUES)
+    quick.add_table("T3.3", "sanity", [
+        {"algorithm": "A", "clients": 100, "paper": 0.9, "rounds_ours": 15, "ours": 0.8},
+        {"algorithm": "B", "clients": 100, "paper": 0.7, "rounds_ours": 15, "ours": 0.6}])
+    quick.save(tmp_path)
+    full = fake_run("full", [], VALUES)
+    full.add_table("T3.3", "sanity", [{"algorithm": "B", "clients": 100, "paper": 0.7, "rounds_ours": 52, "ours": 0.75},
+                                      {"algorithm": "A", "clients": 1000, "paper": 0.97, "rounds_ours": 63,
+                                       "ours": 0.95}])
+    full.save(tmp_path)
+    (caption, rows), = paper_tables("foundations", tmp_path)
+    assert "committed full run" in caption
+    assert [(r["algorithm"], r["clients"], r["ours (quick)"], r["ours (full)"]) for r in rows] == [
+        ("B", 100, 0.6, 0.75), ("A", 1000, None, 0.95), ("A", 100, 0.8, None)]
+    assert rows[0]["rounds_ours"] == 15 and "rounds_ours" not in rows[1]  # our columns come from one mode only
+    assert rows[1]["Δ (full − paper)"] == pytest.approx(-0.02) and rows[2]["Δ (full − paper)"] is None
+
+
 def test_quick_vs_full_lists_only_what_the_full_run_measured(tmp_path, registry, monkeypatch):
     monkeypatch.setenv("FEDLIB_RESULTS", str(tmp_path / "r"))
     quick = fake_run("quick", [0.8, 0.7], VALUES)
