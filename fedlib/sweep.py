@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from fedlib.fingerprint import fingerprint
-from fedlib.ledger import VERDICTS, ledger_signature, load_registry, registered_verdicts, verdicts_path
+from fedlib.ledger import VERDICTS, ledger_signature, load_registry, outcome, registered_verdicts, verdicts_path
 from fedlib.results import Results, load_results, results_dir, write_atomic
 
 SEEDS = (0, 1, 2, 3, 4)
@@ -124,22 +124,41 @@ def _valid(path: Path, config: str) -> bool:
 def disagreements(results: Results) -> list[str]:
     """The decisive registered verdicts (reproduced / not reproduced) that the quick run ``results`` contradicts,
     one line each."""
+    return contradicted(results.chapter, {k: m["value"] for k, m in results.measured.items()})
+
+
+def contradicted(chapter: str, values: dict[str, float | None]) -> list[str]:
+    """The decisive registered verdicts of ``chapter`` that one quick run's measured ``values`` (claim key ->
+    value) contradict, one line each: the comparison of the notebook tests and of the held-out check."""
     from fedlib.experiments import chapter_module
 
-    registered = registered_verdicts(results.chapter, chapter_module(results.chapter).LEDGER)
-    return [f"{c['key']}: registered {registered[c['key']].verdict}, this run {c['outcome']} ({c['value']})"
-            for c in results.claims
-            if c["key"] in registered and registered[c["key"]].verdict in VERDICTS[:2]
-            and c["outcome"] != registered[c["key"]].verdict]
+    ledger = chapter_module(chapter).LEDGER
+    claims = {c.key(s): c for c in ledger for s in c.settings if "quick" in c.modes}
+    registered = registered_verdicts(chapter, ledger)
+    out = []
+    for key, reg in registered.items():
+        if reg.verdict in VERDICTS[:2] and key in claims:
+            value = values.get(key)
+            verdict = outcome(claims[key], value)
+            if verdict != reg.verdict:
+                out.append(f"{key}: registered {reg.verdict}, this run {verdict} ({value})")
+    return out
+
+
+def decisive(chapter: str) -> int:
+    """How many of ``chapter``'s registered verdicts are decisive."""
+    from fedlib.experiments import chapter_module
+
+    registered = registered_verdicts(chapter, chapter_module(chapter).LEDGER)
+    return sum(r.verdict in VERDICTS[:2] for r in registered.values())
 
 
 def heldout(chapters: Sequence[str], seed: int, *, threads: int = 1, cores: int = 2, out: Path | None = None,
             log=print) -> dict[str, Any]:
     """Run ``chapters`` in quick mode at ``seed``, which no registered sweep may hold, and add to
     ``<out>/heldout/seed<seed>.json`` per chapter: how many decisive registered verdicts it tests and which it
-    contradicts. Chapters already in the file are not run again."""
-    from fedlib.experiments import chapter_module
-
+    contradicts, with the run's measured values (so the report tests them against the registry of the day).
+    Chapters already in the file are not run again."""
     for chapter in chapters:
         registry = load_registry(chapter) or {}
         if seed in registry.get("seeds", ()):
@@ -150,11 +169,10 @@ def heldout(chapters: Sequence[str], seed: int, *, threads: int = 1, cores: int 
     todo = [(c, seed, threads) for c in chapters if c not in record["chapters"]]
 
     def save(job: Job, res: Results) -> None:
-        registered = registered_verdicts(job[0], chapter_module(job[0]).LEDGER)
         record["chapters"][job[0]] = {
             "threads": job[2], "elapsed_s": res.elapsed_s, "environment": res.environment,
-            "decisive": sum(r.verdict in VERDICTS[:2] for r in registered.values()),
-            "disagree": disagreements(res)}
+            "decisive": decisive(job[0]), "disagree": disagreements(res),
+            "values": {k: m["value"] for k, m in res.measured.items()}}
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode())
 

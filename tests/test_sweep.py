@@ -36,3 +36,24 @@ def test_heldout_refuses_a_sweep_seed_and_records_each_chapter_once(registry, tm
         "noniid_slower: registered reproduced, this run not reproduced (-0.05)"]
     heldout(["foundations"], 7, out=tmp_path)  # already recorded: nothing runs
     assert ran == [("foundations", 7, 1)]
+    assert entry["values"]["noniid_slower"] == -0.05
+
+
+def test_the_report_tests_a_heldout_run_against_todays_registry(registry, tmp_path, monkeypatch):
+    """A held-out record keeps the run's values, so a registry changed since (e.g. a longer sweep) is what the
+    report tests them against; a record without values shows what it found when it ran."""
+    from fedlib.report import heldout_rows
+
+    monkeypatch.setattr(sweep, "run_quick", lambda jobs, *, cores, log, done: [
+        done(job, fake_run("quick", [0.8], {**VALUES, "noniid_slower": -0.05})) for job in jobs])
+    heldout(["foundations"], 7, out=tmp_path)
+    path = tmp_path / "heldout" / "seed7.json"
+    record = json.loads(path.read_text())
+    record["chapters"]["foundations"]["disagree"] = []  # what an earlier registry would have said
+    path.write_text(json.dumps(record))
+    row, = heldout_rows(tmp_path)
+    assert row["contradicted"] == 1 and row["tested against"] == "today's registry"
+    del record["chapters"]["foundations"]["values"]
+    path.write_text(json.dumps(record))
+    row, = heldout_rows(tmp_path)
+    assert row["contradicted"] == 0 and row["tested against"] == "the registry when it ran"
