@@ -151,7 +151,8 @@ def check_ledger(ledger: Sequence[Claim]) -> None:
 def evaluate(ledger: Sequence[Claim], measured: dict[str, dict[str, Any]], mode: str) -> list[dict[str, Any]]:
     """One entry per claim and setting: the claim's fields, the measured value and detail, and this run's outcome.
 
-    ``measured`` maps :meth:`Claim.key` to ``{"value": float | None, "detail": str}``; a key that was not measured
+    ``measured`` maps :meth:`Claim.key` to ``{"value": float | None, "detail": str}``, in full mode optionally with
+    ``"samples"`` (the per-seed values whose mean is the value; see :func:`clears`); a key that was not measured
     (a unit not run yet) gives :data:`NOT_RUN`; a claim not evaluated in ``mode`` gives one of :data:`MODE_ONLY`.
     """
     check_ledger(ledger)
@@ -165,7 +166,7 @@ def evaluate(ledger: Sequence[Claim], measured: dict[str, dict[str, Any]], mode:
             m = measured.get(claim.key(setting), {})
             value, detail, samples = m.get("value"), m.get("detail", ""), m.get("samples")
             verdict = outcome(claim, value) if mode in claim.modes else f"{claim.modes[0]} mode only"
-            if samples is not None and value is not None:
+            if samples is not None and value is not None and mode == "full":  # quick mode: the sweep's spread
                 halfwidth = confidence_halfwidth(samples)
                 detail += (f"{'; ' if detail else ''}mean of {len(samples)} seeds, one-sided "
                            f"{PREDICTION_LEVEL * 100:.0f} % bound ±{format_value(halfwidth, claim.unit).lstrip('+')}")

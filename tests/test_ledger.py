@@ -115,6 +115,8 @@ def test_a_mean_over_seeds_is_decisive_only_when_its_confidence_bound_clears_the
     assert clears(GT, "not reproduced", -0.05, 0.039) and not clears(GT, "not reproduced", -0.05, 0.041)
     assert clears(close, "reproduced", 0.004, 0.005) and not clears(close, "reproduced", -0.004, 0.007)
     assert clears(close, "not reproduced", -0.03, 0.009) and not clears(close, "not reproduced", 0.03, 0.011)
+    # quick mode's verdicts are registered from whole runs (the sweep): a run's own seeds do not change its outcome
+    assert evaluate([close], {"close": {"value": mean, "samples": seeds}}, "quick")[0]["outcome"] == "reproduced"
 
 
 def test_a_run_records_samples_only_as_the_values_its_mean_is_made_of():

@@ -395,8 +395,8 @@ def _tables_constants(res: Results, cfg: SIFUConfig) -> None:
 def _tables(res: Results, cfg: SIFUConfig, out: dict, theory: dict | None) -> dict:
     """The chapter's tables and figures' series from the unit results (averaged over seeds); returns the rows the
     claims are measured on, by figure and dataset."""
-    summary: dict[str, dict[str, Any]] = {k: {} for k in ("F2", "V2", "F3", "V3", "F5", "F6", "invariant",
-                                                          "dp_chosen")}
+    summary: dict[str, dict[str, Any]] = {k: {} for k in ("F2", "F2_seeds", "V2", "F3", "V3", "F5", "F6",
+                                                          "invariant", "dp_chosen")}
     for setup in cfg.setups:
         ds = setup.dataset
         f2 = out["F2"][ds]
@@ -404,6 +404,7 @@ def _tables(res: Results, cfg: SIFUConfig, out: dict, theory: dict | None) -> di
         summary["invariant"][ds] = sum(u["invariant"] for u in done)
         summary["dp_chosen"][ds] = [next(r["C"] for r in u["dp_sweep"] if r["chosen"]) for u in done]
         summary["F2"][ds] = _mean_rows([u["rows"] for u in done], ("scheme", "request"))
+        summary["F2_seeds"][ds] = [_by(u["rows"]) for u in done]
         summary["V2"][ds] = _mean_rows([u["verification"] for u in done], ("model",))
         res.add_table(f"F2_{ds}", f"Fig. 2, {ds}: {cfg.requests} sequential requests (the clients of classes 0, 1, "
                       "2): rounds after each request (ours), total rounds, restart (ζ, T), accuracy on all forgotten "
@@ -468,10 +469,12 @@ def _total(rows: list[dict]) -> float:
     return max(r["total_rounds"] for r in rows)
 
 
-def _put(res: Results, cid: str, setting: str, value: float, detail: str = "") -> None:
-    """Record a value of claim ``cid`` (or of its full-mode CIFAR twin, which holds the CIFAR settings)."""
+def _put(res: Results, cid: str, setting: str, value: float, detail: str = "",
+         samples: list[float] | None = None) -> None:
+    """Record a value of claim ``cid`` (or of its full-mode CIFAR twin, which holds the CIFAR settings); ``samples``:
+    the per-seed values where the value is their mean."""
     claim = CLAIMS[cid] if setting in CLAIMS[cid].settings else CLAIMS[f"{cid}_cifar"]
-    res.measure(claim, value, detail, setting=setting)
+    res.measure(claim, value, detail, setting=setting, samples=samples)
 
 
 def _measure(res: Results, summary: dict, theory: dict | None, cfg: SIFUConfig) -> None:
@@ -479,7 +482,7 @@ def _measure(res: Results, summary: dict, theory: dict | None, cfg: SIFUConfig) 
     for setup in cfg.setups:
         ds = setup.dataset
         if summary["F2"][ds]:
-            _measure_f2(res, setup, _by(summary["F2"][ds]), cfg)
+            _measure_f2(res, setup, _by(summary["F2"][ds]), cfg, summary["F2_seeds"][ds])
             _measure_verification(res, ds, "Fig. 2", summary["V2"][ds])
             _put(res, "theorem3_invariant", ds, summary["invariant"][ds], "summed over seeds")
             chosen = summary["dp_chosen"][ds]
@@ -502,8 +505,15 @@ def _measure(res: Results, summary: dict, theory: dict | None, cfg: SIFUConfig) 
                 f"({cfg.epsilon:g}, {cfg.delta:g})-DP is {analytic_gaussian_ratio(cfg.epsilon, cfg.delta):.3f}")
 
 
-def _measure_f2(res: Results, setup: Setup, f2: dict[str, list[dict]], cfg: SIFUConfig) -> None:
+def _measure_f2(res: Results, setup: Setup, f2: dict[str, list[dict]], cfg: SIFUConfig,
+                seeds: list[dict[str, list[dict]]]) -> None:
+    """Fig. 2's claims on the seed-averaged rows ``f2``; those that are differences of mean accuracies carry their
+    per-seed values (``seeds``: each seed's rows), so full mode's verdict accounts for the seeds' spread."""
     ds, scr = setup.dataset, _acc(f2["SCRATCH"])
+
+    def per_seed(a: str, b: str) -> list[float] | None:
+        return [_acc(s[a]) - _acc(s[b]) for s in seeds] if len(seeds) > 1 else None
+
     scr_total = _total(f2["SCRATCH"])
     for reading in READINGS:
         trio = {s: (_acc(f2[s]), _total(f2[s])) for s in ("FINE-TUNING", reading, "DP")}
@@ -521,10 +531,11 @@ def _measure_f2(res: Results, setup: Setup, f2: dict[str, list[dict]], cfg: SIFU
         setting, acc, total = ds + label, _acc(f2[scheme]), _total(f2[scheme])
         detail = (f"{scheme} {acc:.3f} ({total:.0f} rounds), SCRATCH {scr:.3f} ({scr_total:.0f} rounds), "
                   f"FINE-TUNING {ft:.3f}")
-        _put(res, "sifu_below_finetuning" + ("_sigma_ours" if label else ""), setting, ft - acc, detail)
-        _put(res, "sifu_close_to_scratch", setting, acc - scr, detail)
+        _put(res, "sifu_below_finetuning" + ("_sigma_ours" if label else ""), setting, ft - acc, detail,
+             per_seed("FINE-TUNING", scheme))
+        _put(res, "sifu_close_to_scratch", setting, acc - scr, detail, per_seed(scheme, "SCRATCH"))
         if not ds.startswith("fashion"):
-            _put(res, "sifu_above_scratch", setting, acc - scr, detail)
+            _put(res, "sifu_above_scratch", setting, acc - scr, detail, per_seed(scheme, "SCRATCH"))
         _put(res, "sifu_fewer_rounds", setting, 1 - total / scr_total, detail)
         if not label:
             _put(res, "sifu_half_rounds", setting, total / scr_total - 0.5, detail)
