@@ -180,7 +180,7 @@ def paper_tables(chapter: str, root: str | Path | None = None) -> list[tuple[str
     ``ours (quick)``, the full run's ``ours`` beside it as ``ours (full)`` and ``Δ (full − paper)`` (quick mode's
     scale differs from the paper's, so only the full run is compared in numbers).
 
-    Rows are matched by what names them (:func:`_row_identity`), not by position: a full run holds rows that quick
+    Rows are matched by what names them (:func:`_same_row`), not by position: a full run holds rows that quick
     mode does not run (e.g. DPFL's 1,000 clients) and may lack some; those rows appear with the other mode's cells
     empty, in the full run's order, then quick mode's own."""
     quick = load_results(chapter, "quick", root)
@@ -195,7 +195,7 @@ def paper_tables(chapter: str, root: str | Path | None = None) -> list[tuple[str
         unused = list(range(len(quick_rows)))
         pairs: list[tuple[dict | None, dict | None]] = []
         for frow in full_rows:
-            k = next((i for i in unused if _row_identity(quick_rows[i]) == _row_identity(frow)), None)
+            k = next((i for i in unused if _same_row(quick_rows[i], frow)), None)
             if k is not None:
                 unused.remove(k)
             pairs.append((None if k is None else quick_rows[k], frow))
@@ -222,8 +222,15 @@ def _identity_fields(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if "ours" not in k and ("paper" in k or isinstance(v, str))}
 
 
-def _row_identity(row: dict[str, Any]) -> tuple:
-    return tuple(sorted((k, repr(v)) for k, v in _identity_fields(row).items()))
+def _same_row(quick: dict[str, Any], full: dict[str, Any]) -> bool:
+    """Whether two rows name the same setting: the same labels and paper numbers; a row the paper does not have
+    (no label, no paper number: one of ours) only when every column that is not ours agrees too."""
+    identity = _identity_fields(quick)
+    if identity != _identity_fields(full):
+        return False
+    if any(v is not None for v in identity.values()):
+        return True
+    return {k: v for k, v in quick.items() if "ours" not in k} == {k: v for k, v in full.items() if "ours" not in k}
 
 
 def _root(results: Results) -> Path:

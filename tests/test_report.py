@@ -72,6 +72,14 @@ def test_paper_tables_match_the_full_run_by_row_not_by_position(tmp_path, regist
         ("B", 100, 0.6, 0.75), ("A", 1000, None, 0.95), ("A", 100, 0.8, None)]
     assert rows[0]["rounds_ours"] == 15 and "rounds_ours" not in rows[1]  # our columns come from one mode only
     assert rows[1]["Δ (full − paper)"] == pytest.approx(-0.02) and rows[2]["Δ (full − paper)"] is None
+    # rows of ours that the paper does not have (no label, no paper number) match only when their settings agree
+    quick.add_table("T3.3", "ours", [{"C": 1.0, "sigma": 0.04, "paper": None, "ours": 17.3}])
+    full.add_table("T3.3", "ours", [{"C": 10.0, "sigma": 0.004, "paper": None, "ours": 9.0},
+                                    {"C": 1.0, "sigma": 0.04, "paper": None, "ours": 18.0}])
+    quick.save(tmp_path)
+    full.save(tmp_path)
+    (_, rows), = paper_tables("foundations", tmp_path)
+    assert [(r["C"], r["ours (quick)"], r["ours (full)"]) for r in rows] == [(10.0, None, 9.0), (1.0, 17.3, 18.0)]
 
 
 def test_quick_vs_full_lists_only_what_the_full_run_measured(tmp_path, registry, monkeypatch):
