@@ -17,6 +17,7 @@ import json
 import math
 import re
 import time
+from collections import Counter
 from fnmatch import fnmatchcase
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -242,9 +243,12 @@ def _id_tokens(unit_id: str) -> list[str]:
 def estimate_left(summary: dict[str, Any], device: str = "cpu") -> Estimate:
     """How long the missing units of ``summary`` will take on ``device``, from the measured times of the finished
     ones computed there (see :class:`Estimate`; a GPU unit prices nothing for a CPU: privacy evaluation's attack
-    units took 30-45 times as long on one CPU thread as on an H200): a missing unit is priced at the mean of those
-    sharing the most leading id tokens with it (split at ``/ - _ : ,`` and spaces), or counted as unmeasured if none
-    shares the first token."""
+    units took 30-45 times as long on one CPU thread as on an H200): a missing unit is priced at the mean of the
+    finished units most like it (ids split into tokens at ``/ - _ : ,`` and spaces, seeds left out): those sharing
+    its first token, then the most tokens anywhere, then the longest common prefix; it is counted as unmeasured if
+    none shares the first token (a CIFAR-10 unit is not priced by MNIST ones). Shared tokens anywhere come first
+    because an id may name a setting before the method (Fed-nore's ``mlp/σ = 12: Fed-nore-1, λ1 = 1`` costs what
+    Fed-nore-1 at σ = 10 cost, 3,593 s, not what Fed-nore-2 at σ = 12 cost when it diverged in round 1, 8 s)."""
     devices = summary.get("devices", {})
     measured = [(_id_tokens(u), s) for u, s in summary["seconds"].items()
                 if math.isfinite(s) and devices.get(u, "cpu") == device]
@@ -252,17 +256,18 @@ def estimate_left(summary: dict[str, Any], device: str = "cpu") -> Estimate:
     for unit in summary["missing"]:
         tokens = _id_tokens(unit)
 
-        def shared(other: list[str]) -> int:
-            n = 0
-            while n < min(len(tokens), len(other)) and tokens[n] == other[n]:
-                n += 1
-            return n
+        def likeness(other: list[str]) -> tuple[int, int]:
+            prefix = 0
+            while prefix < min(len(tokens), len(other)) and tokens[prefix] == other[prefix]:
+                prefix += 1
+            return sum((Counter(tokens) & Counter(other)).values()), prefix
 
-        best = max((shared(t) for t, _ in measured), default=0)
-        if best == 0:
+        candidates = [(likeness(t), s) for t, s in measured if t[:1] == tokens[:1] and tokens]
+        if not candidates:
             unmeasured += 1
             continue
-        times = [s for t, s in measured if shared(t) == best]
+        best = max(like for like, _ in candidates)
+        times = [s for like, s in candidates if like == best]
         total += sum(times) / len(times)
         estimated += 1
     return Estimate(total, estimated, unmeasured)

@@ -51,6 +51,15 @@ def test_the_estimate_prices_a_missing_unit_by_the_finished_units_most_like_it()
     assert est.text() == f"{est.seconds / 3600:.1f} h + 1 unit of unmeasured kinds"
     assert estimate_left({"seconds": {}, "missing": ["a"]}).text() == "? (1 unit of unmeasured kinds)"
     assert estimate_left({"seconds": seconds, "missing": []}).text() == "–"
+    # the method, not the setting named before it, decides the cost: Fed-nore-1 at σ = 12 costs what it cost at
+    # σ = 10, not what Fed-nore-2 at σ = 12 cost when it diverged in round 1 (a common prefix alone said 8 s)
+    fednore = {"mlp/σ = 10: Fed-nore-1, λ1 = 1": 3593.0, "mlp/σ = 12: Fed-nore-2 margin, λ2 = 200": 8.0,
+               "mlp/σ = 12: plain DPFL": 342.0}
+    assert estimate_left({"seconds": fednore, "missing": ["mlp/σ = 12: Fed-nore-1, λ1 = 1"]}) == Estimate(3593.0, 1, 0)
+    # equal shares: the longer common prefix decides (round 10's attack costs what round 10 cost)
+    attack = {"attack/cosine/all-round/round10/part1": 75.0, "attack/cosine/all-round/round5/part2": 45.0}
+    assert estimate_left({"seconds": attack, "missing": ["attack/cosine/all-round/round10/part2"]}) == \
+        Estimate(75.0, 1, 0)
 
 
 def test_the_estimate_prices_from_units_computed_on_the_device_asked_for(tmp_path):
