@@ -343,3 +343,13 @@ def test_audit_as_run_audits_the_noise_the_clients_add():
     assert row["sigma"] == pytest.approx(8 / 600) and row["claimed_eps"] == pytest.approx(gaussian_epsilon(75, 1e-5))
     assert row["thesis_claimed_eps"] == pytest.approx(gaussian_epsilon(1 / 8, 1e-5))
     assert row["audit_exceeds_thesis_claim"] and not row["audit_exceeds_claim"]  # the canary is always seen
+
+
+def test_audit_sentence_computes_the_comparison():
+    from fedlib.experiments.audit import audit_versus_thesis
+
+    assert audit_versus_thesis(None) == "not run yet"
+    above = audit_versus_thesis({"audited_eps_lb": 4.939, "thesis_claimed_eps": 0.434})
+    assert above.startswith("ε̂ = 4.94 for one upload, above the 0.43")
+    # the corrected client's norm test finds nothing: the sentence must not say "above"
+    assert ", not above the 0.43" in audit_versus_thesis({"audited_eps_lb": 0.0, "thesis_claimed_eps": 0.434})

@@ -233,6 +233,16 @@ def chapter_audit_as_run(cases: Sequence[tuple[str, float, float]], *, seed: int
     return rows
 
 
+def audit_versus_thesis(row: dict | None) -> str:
+    """A chapter's sentence on one audit line of :func:`chapter_audit_as_run`: the audited lower bound ε̂ of one upload
+    and whether it exceeds the thesis's one-release claim — the comparison is computed, never assumed by the prose."""
+    if row is None:
+        return "not run yet"
+    lb, claim = row["audited_eps_lb"], row["thesis_claimed_eps"]
+    return (f"ε̂ = {lb:.2f} for one upload, {'above' if lb > claim else 'not above'} the {claim:.2f} that the "
+            "thesis's convention claims for it")
+
+
 def add_audit_as_run(res: Results, units: Units, cases: Sequence[tuple[str, float, float]], *, seed: int,
                      trials: int, what: str) -> None:
     """The ``audit`` unit of a thesis-ch.-3 chapter: :func:`chapter_audit_as_run` of ``cases``, written into the
