@@ -164,6 +164,22 @@ def heldout_rows(root: str | Path | None = None) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (list(TITLES.values()).index(r["chapter"]), r["seed"]))
 
 
+def decisive_in_both(root: str | Path | None = None) -> list[dict[str, Any]]:
+    """Every claim whose registered quick verdict and full verdict are both decisive, with ``agree``: where they
+    differ, the paper's configuration reverses what the quick scale says, and only the full verdict speaks for the
+    paper."""
+    rows = []
+    for chapter in CHAPTERS:
+        for r in ledger_rows(chapter, root):
+            if r["kind"] == "claim" and r["quick"] in VERDICTS[:2] and r["full"] in VERDICTS[:2]:
+                rows.append({"chapter": TITLES[chapter],
+                             "claim": r["claim"] + ("" if r["setting"] in (None, "") else f" ({r['setting']})"),
+                             "quick verdict": r["quick"], "quick spread": r["quick spread"],
+                             "full value": r["full value"], "full verdict": r["full"],
+                             "agree": r["quick"] == r["full"]})
+    return rows
+
+
 def totals(root: str | Path | None = None) -> dict[str, dict[str, int]]:
     """The counts of every chapter added up, per mode."""
     out: dict[str, dict[str, int]] = {mode: {} for mode in MODES}

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from fedlib.experiments.foundations import LEDGER
-from fedlib.report import (chapter_counts, chapter_status, full_text, heldout_rows, ledger_rows, paper_tables,
-                           quick_vs_full_html, status_table, totals)
+from fedlib.report import (chapter_counts, chapter_status, decisive_in_both, full_text, heldout_rows, ledger_rows,
+                           paper_tables, quick_vs_full_html, status_table, totals)
 from fedlib.results import CHAPTERS
 
 from helpers import VALUES, fake_run
@@ -33,6 +33,19 @@ def test_counts_come_from_the_registered_sweep_and_the_full_run(tmp_path, regist
     (_, rows), = paper_tables("foundations", tmp_path / "r")
     assert [r["ours (full)"] for r in rows] == [0.9, 0.6] and rows[0]["ours (quick)"] == 0.8
     assert [r["Δ (full − paper)"] for r in rows] == pytest.approx([0.4, 0.1])
+
+
+def test_decisive_in_both_modes_flags_a_full_verdict_that_reverses_the_quick_one(tmp_path, registry, monkeypatch):
+    monkeypatch.setattr("fedlib.report.CHAPTERS", ["foundations"])
+    fake_run("quick", [0.8], VALUES).save(tmp_path)
+    assert decisive_in_both(tmp_path) == []  # no full run yet
+    fake_run("full", [0.8], VALUES).save(tmp_path)
+    rows = {r["claim"]: r for r in decisive_in_both(tmp_path)}
+    assert rows["noniid_slower"]["agree"] and "ldp_worse_than_cdp" not in rows  # quick: inconclusive
+    fake_run("full", [0.8], {**VALUES, "noniid_slower": -0.05}).save(tmp_path)
+    (row,) = [r for r in decisive_in_both(tmp_path) if not r["agree"]]
+    assert (row["claim"], row["quick verdict"], row["full verdict"]) == ("noniid_slower", "reproduced",
+                                                                        "not reproduced")
 
 
 def test_a_run_that_contradicts_a_decisive_verdict_is_flagged(tmp_path, registry):
