@@ -181,8 +181,8 @@ LEDGER = [
           "nearly identical, so subtracting one perturbs the global model)", "Fig. 4.2a",
           "acc(FLZ) − acc(FLZ(unlearn)), homogeneous split", ">", settings=("mnist",)),
     Claim("ll_lowest", "We anticipate local learning's performance to be the lowest among the frameworks",
-          "Fig. 4.2", "lowest accuracy of FLAvg, FLAvg(subset), FLZ, FLZ(unlearn) − acc(ll), homogeneous split",
-          ">", settings=_DATASETS),
+          "Fig. 4.2", "lowest accuracy of FLAvg, FLAvg(subset), FLZ, FLZ(unlearn) − acc(ll), homogeneous split "
+          "(the lowest of each seed; mean over seeds)", ">", settings=_DATASETS),
     Claim("flz_close_to_flavg", "FLZ follows FLAvg: robust accuracy on the homogeneous split, a similar trajectory "
           "on slight heterogeneity", "Figs. 4.2, 4.4; Fig. 4.5 (d = 5)", "acc(FLZ) − acc(FLAvg)", "≈",
           settings=("iid/mnist", "iid/fashion_mnist", "uneven/mnist", "uneven/fashion_mnist")),
@@ -809,11 +809,18 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
     def accs(split: str, ds: str) -> str:
         return ", ".join(f"{k} {fmt(v)}" for k, v in acc[(split, ds)].items())
 
-    def per_seed(split: str, ds: str, name: str, minus: str | float) -> list[float] | None:
-        """acc(name) − acc(minus) (a framework or a constant) for each repeat seed, where the value is their mean
-        over at least two seeds."""
+    def per_seed(split: str, ds: str, name: str | tuple[str, ...], minus: str | float) -> list[float] | None:
+        """acc(name) − acc(minus) (a framework or a constant; for a tuple of frameworks, the lowest of their
+        accuracies in that seed) for each repeat seed, where the value is their mean over at least two seeds."""
         reps = frameworks[(split, ds)]
-        out = [diff(_final(r, name), minus if isinstance(minus, float) else _final(r, minus)) for r in reps]
+
+        def final(r: dict[str, dict | None]) -> float | None:
+            if isinstance(name, str):
+                return _final(r, name)
+            values = [_final(r, k) for k in name]
+            return None if None in values else min(values)
+
+        out = [diff(final(r), minus if isinstance(minus, float) else _final(r, minus)) for r in reps]
         return None if len(out) < 2 or None in out else out
 
     for ds in cfg.datasets:
@@ -823,7 +830,9 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
                 measure("iid_subset_matches", diff(a["FLAvg"], a["FLAvg(subset)"]), accs("iid", ds), ds,
                         per_seed("iid", ds, "FLAvg", "FLAvg(subset)"))
                 fed = [a[k] for k in FEDERATED]
-                measure("ll_lowest", None if None in fed else diff(min(fed), a["ll"]), accs("iid", ds), ds)
+                lowest = per_seed("iid", ds, tuple(FEDERATED), "ll")  # each seed's lowest framework, not the means'
+                measure("ll_lowest", statistics.fmean(lowest) if lowest else None if None in fed else
+                        diff(min(fed), a["ll"]), accs("iid", ds), ds, lowest)
             if ds == "mnist":
                 measure("iid_level", diff(a["FLAvg"], 0.76), accs("iid", ds), ds, per_seed("iid", ds, "FLAvg", 0.76))
                 measure("iid_unlearn_dip", diff(a["FLZ"], a["FLZ(unlearn)"]), accs("iid", ds), ds,
