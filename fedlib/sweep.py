@@ -47,12 +47,22 @@ def _start(chapter: str, seed: int, threads: int, out: Path) -> subprocess.Popen
 Job = tuple[str, int, int]  # (chapter, seed, torch threads)
 
 
+def expected_seconds(chapter: str, threads: int = 1) -> float:
+    """The mean elapsed time of ``chapter``'s registered quick runs with ``threads`` torch threads (with any thread
+    count if none; infinity for a chapter without a registry), to start the longest runs first."""
+    registry = load_registry(chapter)
+    runs = registry["runs"] if registry else []
+    times = [r["elapsed_s"] for r in runs if r["threads"] == threads] or [r["elapsed_s"] for r in runs]
+    return sum(times) / len(times) if times else float("inf")
+
+
 def run_quick(jobs: Sequence[Job], *, cores: int = 2, log=print,
               done: Callable[[Job, Results], None] | None = None) -> dict[Job, Results]:
     """Run quick-mode chapter runs ``(chapter, seed, threads)`` as separate processes, keeping at most ``cores``
-    threads busy (a run wider than ``cores`` runs alone), and return their results. ``done`` is called as each
+    threads busy (a run wider than ``cores`` runs alone; the longest by :func:`expected_seconds` start first, so no
+    core idles at the end behind one long run), and return their results. ``done`` is called as each
     finishes (e.g. to save it, so an interrupted batch resumes)."""
-    todo = sorted(jobs, key=lambda job: -job[2])
+    todo = sorted(jobs, key=lambda job: (-job[2], -expected_seconds(job[0], job[2])))  # widest, then longest first
     running: list[tuple[subprocess.Popen, Job, Path, float]] = []
     out: dict[Job, Results] = {}
     with tempfile.TemporaryDirectory(prefix="fedlib-quick-") as tmp:

@@ -57,3 +57,28 @@ def test_the_report_tests_a_heldout_run_against_todays_registry(registry, tmp_pa
     path.write_text(json.dumps(record))
     row, = heldout_rows(tmp_path)
     assert row["contradicted"] == 0 and row["tested against"] == "the registry when it ran"
+
+
+def test_quick_runs_start_longest_first(monkeypatch, tmp_path):
+    """On 2 cores the seed check's makespan depends on the order: the registered sweep's times put the longest
+    chapter first (simulated with the chapter times of the CI check of 2026-11-27: 812 s in the old order, 745 s)."""
+    times = {c: sweep.expected_seconds(c) for c in ("fednore", "audit", "flz")}
+    assert times["fednore"] > times["flz"] > times["audit"] > 0
+    assert sweep.expected_seconds("no-such-chapter") == float("inf")
+    started = []
+
+    class Done:
+        returncode = 0
+
+        def poll(self):
+            return 0
+
+    def fake_start(chapter, seed, threads, out):
+        started.append(chapter)
+        return Done()
+
+    monkeypatch.setattr(sweep, "_start", fake_start)
+    monkeypatch.setattr(sweep, "load_results", lambda chapter, mode, folder: chapter)
+    monkeypatch.setattr(sweep.time, "sleep", lambda s: None)
+    sweep.run_quick([("audit", 1, 1), ("flz", 1, 1), ("fednore", 1, 1)], cores=2, log=lambda *_: None)
+    assert started == ["fednore", "flz", "audit"]
