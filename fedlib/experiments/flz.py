@@ -803,93 +803,114 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
         measure("entanglement_level", diff(last[0.0], 0.6), text, "mnist")
         measure("regularised_not_zero", last[1.0], text, "mnist")
 
-    acc = {key: {name: _mean([_final(r, name) for r in reps]) for name in FRAMEWORKS}
-           for key, reps in frameworks.items()}
+    def seed_accs(split: str, ds: str, softplus: bool = False) -> list[dict[str, float | None]]:
+        """Each repeat seed's final accuracy per framework (``softplus``: FLZ and FLZ(unlearn) with softplus on ẑ)."""
+        out = []
+        for r in frameworks[(split, ds)]:
+            a = {name: _final(r, name) for name in FRAMEWORKS}
+            if softplus:
+                a.update({k: _final(r, f"{k} softplus") for k in ("FLZ", "FLZ(unlearn)")})
+            out.append(a)
+        return out
+
+    def mean_accs(split: str, ds: str, softplus: bool = False) -> dict[str, float | None]:
+        per = seed_accs(split, ds, softplus)
+        return {name: _mean([a[name] for a in per]) for name in per[0]}
+
+    acc = {key: mean_accs(*key) for key in frameworks}
+
+    def over_seeds(f: Callable[..., float | None], *keys: tuple[str, str], softplus: bool = False
+                   ) -> tuple[float | None, list[float] | None]:
+        """``f`` of the accuracies of the splits ``keys``, per repeat seed, and its mean over them: the verdict's
+        samples, so the seeds' spread counts (a minimum over seed means would hide a seed where the order flips).
+        With fewer than two seeds that have every value ``f`` needs: ``f`` of the seed means, no samples."""
+        samples = [f(*accs_) for accs_ in zip(*(seed_accs(*k, softplus=softplus) for k in keys))]
+        if len(samples) >= 2 and None not in samples:
+            return statistics.fmean(samples), samples
+        return f(*(mean_accs(*k, softplus=softplus) for k in keys)), None
+
+    def measure_seeds(cid: str, f: Callable[..., float | None], detail: str, setting: str, *keys: tuple[str, str],
+                      softplus: bool = False) -> None:
+        value, samples = over_seeds(f, *keys, softplus=softplus)
+        measure(cid, value, detail, setting, samples)
+
+    def gap(name: str, minus: str | float) -> Callable[[dict], float | None]:
+        """acc(name) − acc(minus), ``minus`` a framework or a constant."""
+        return lambda a: diff(a[name], minus if isinstance(minus, float) else a[minus])
 
     def accs(split: str, ds: str) -> str:
         return ", ".join(f"{k} {fmt(v)}" for k, v in acc[(split, ds)].items())
 
-    def per_seed(split: str, ds: str, name: str | tuple[str, ...], minus: str | float) -> list[float] | None:
-        """acc(name) − acc(minus) (a framework or a constant; for a tuple of frameworks, the lowest of their
-        accuracies in that seed) for each repeat seed, where the value is their mean over at least two seeds."""
-        reps = frameworks[(split, ds)]
+    def lowest_above_ll(a: dict) -> float | None:
+        fed = [a[k] for k in FEDERATED]
+        return None if None in fed else diff(min(fed), a["ll"])
 
-        def final(r: dict[str, dict | None]) -> float | None:
-            if isinstance(name, str):
-                return _final(r, name)
-            values = [_final(r, k) for k in name]
-            return None if None in values else min(values)
+    def band_distance(b: dict) -> float | None:
+        return None if None in b.values() else max(max(0.20 - v, v - 0.25, 0.0) for v in b.values())
 
-        out = [diff(final(r), minus if isinstance(minus, float) else _final(r, minus)) for r in reps]
-        return None if len(out) < 2 or None in out else out
+    def unlearn_lead(b: dict) -> float | None:
+        others = [b[k] for k in FRAMEWORKS if k != "FLZ(unlearn)"]
+        return None if None in others else diff(b["FLZ(unlearn)"], max(others))
+
+    def farther_from_08(a: dict) -> float | None:
+        pair = (a["FLAvg"], a["FLAvg(subset)"])
+        return None if None in pair else max((v - 0.8 for v in pair), key=abs)
+
+    def bound_gaps(*by_split: dict) -> dict[str, float | None]:
+        """|acc(FLZ(unlearn)) − acc(FLAvg(subset))| on each split (in :data:`SPLITS` order)."""
+        return {s: None if diff(a["FLZ(unlearn)"], a["FLAvg(subset)"]) is None else
+                abs(a["FLZ(unlearn)"] - a["FLAvg(subset)"]) for s, a in zip(SPLITS, by_split)}
+
+    def closest_to_bound(*by_split: dict) -> float | None:
+        g = bound_gaps(*by_split)
+        return None if None in g.values() else min(g["iid"], g["het"]) - g["uneven"]
+
+    def uneven_lead(*by_split: dict) -> float | None:
+        leads = [None if None in vals else vals[2] - max(vals[:2])
+                 for vals in ([a[name] for a in by_split] for name in ("FLZ", "FLZ(unlearn)"))]
+        return None if None in leads else min(leads)
 
     for ds in cfg.datasets:
-        if ("iid", ds) in acc:
-            a = acc[("iid", ds)]
+        iid, het, uneven = ("iid", ds), ("het", ds), ("uneven", ds)
+        if iid in acc:
             if ds in claim["iid_subset_matches"].settings:
-                measure("iid_subset_matches", diff(a["FLAvg"], a["FLAvg(subset)"]), accs("iid", ds), ds,
-                        per_seed("iid", ds, "FLAvg", "FLAvg(subset)"))
-                fed = [a[k] for k in FEDERATED]
-                lowest = per_seed("iid", ds, tuple(FEDERATED), "ll")  # each seed's lowest framework, not the means'
-                measure("ll_lowest", statistics.fmean(lowest) if lowest else None if None in fed else
-                        diff(min(fed), a["ll"]), accs("iid", ds), ds, lowest)
+                measure_seeds("iid_subset_matches", gap("FLAvg", "FLAvg(subset)"), accs(*iid), ds, iid)
+                measure_seeds("ll_lowest", lowest_above_ll, accs(*iid), ds, iid)
             if ds == "mnist":
-                measure("iid_level", diff(a["FLAvg"], 0.76), accs("iid", ds), ds, per_seed("iid", ds, "FLAvg", 0.76))
-                measure("iid_unlearn_dip", diff(a["FLZ"], a["FLZ(unlearn)"]), accs("iid", ds), ds,
-                        per_seed("iid", ds, "FLZ", "FLZ(unlearn)"))
-        if ("het", ds) in acc:
-            a = acc[("het", ds)]
-            measure("het_like_local", diff(a["FLAvg"], a["ll"]), accs("het", ds), ds,
-                    per_seed("het", ds, "FLAvg", "ll"))
-            reps = frameworks[("het", ds)]
-            variants = [(ds, a)]
-            if f"{ds}, softplus (ours)" in _HET:
-                variants.append((f"{ds}, softplus (ours)", {**a, **{k: _mean([_final(r, f"{k} softplus") for r in reps])
-                                                                   for k in ("FLZ", "FLZ(unlearn)")}}))
-            for variant, b in variants:
+                measure_seeds("iid_level", gap("FLAvg", 0.76), accs(*iid), ds, iid)
+                measure_seeds("iid_unlearn_dip", gap("FLZ", "FLZ(unlearn)"), accs(*iid), ds, iid)
+        if het in acc:
+            measure_seeds("het_like_local", gap("FLAvg", "ll"), accs(*het), ds, het)
+            variants = [(ds, False)] + ([(f"{ds}, softplus (ours)", True)] if f"{ds}, softplus (ours)" in _HET else [])
+            for variant, softplus in variants:
+                b = mean_accs(*het, softplus=softplus)
                 text = ", ".join(f"{k} {fmt(v)}" for k, v in b.items())
-                band = [None if v is None else max(0.20 - v, v - 0.25, 0.0) for v in b.values()]
-                measure("het_band", None if None in band else max(band), text, variant)
-                others = [b[k] for k in FRAMEWORKS if k != "FLZ(unlearn)"]
-                measure("het_unlearn_highest", None if None in others else diff(b["FLZ(unlearn)"], max(others)),
-                        text, variant)
-        if ("uneven", ds) in acc:
-            a = acc[("uneven", ds)]
-            far = None if None in (a["FLAvg"], a["FLAvg(subset)"]) else max(
-                (a["FLAvg"] - 0.8, a["FLAvg(subset)"] - 0.8), key=abs)
-            measure("uneven_level", far, accs("uneven", ds), ds)
-            measure("subset_above_flavg", diff(a["FLAvg(subset)"], a["FLAvg"]), accs("uneven", ds), ds,
-                    per_seed("uneven", ds, "FLAvg(subset)", "FLAvg"))
-            measure("unlearn_above_flz", diff(a["FLZ(unlearn)"], a["FLZ"]), accs("uneven", ds), ds,
-                    per_seed("uneven", ds, "FLZ(unlearn)", "FLZ"))
-            others = [s for s in ("iid", "het") if (s, ds) in acc]
-            if len(others) == 2:
-                gap = {s: None if diff(acc[(s, ds)]["FLZ(unlearn)"], acc[(s, ds)]["FLAvg(subset)"]) is None else
-                       abs(acc[(s, ds)]["FLZ(unlearn)"] - acc[(s, ds)]["FLAvg(subset)"]) for s in SPLITS}
-                text = ", ".join(f"{SPLIT_TITLES[s]} {fmt(g)}" for s, g in gap.items())
-                measure("uneven_closest_to_bound", None if None in gap.values() else
-                        min(gap["iid"], gap["het"]) - gap["uneven"], "gap to FLAvg(subset): " + text, ds)
-                leads = []
-                for name in ("FLZ", "FLZ(unlearn)"):
-                    vals = [acc[(s, ds)][name] for s in SPLITS]
-                    leads.append(None if None in vals else vals[2] - max(vals[:2]))
+                measure_seeds("het_band", band_distance, text, variant, het, softplus=softplus)
+                measure_seeds("het_unlearn_highest", unlearn_lead, text, variant, het, softplus=softplus)
+        if uneven in acc:
+            measure_seeds("uneven_level", farther_from_08, accs(*uneven), ds, uneven)
+            measure_seeds("subset_above_flavg", gap("FLAvg(subset)", "FLAvg"), accs(*uneven), ds, uneven)
+            measure_seeds("unlearn_above_flz", gap("FLZ(unlearn)", "FLZ"), accs(*uneven), ds, uneven)
+            if iid in acc and het in acc:
+                text = ", ".join(f"{SPLIT_TITLES[s]} {fmt(g)}" for s, g in
+                                 bound_gaps(*(acc[(s, ds)] for s in SPLITS)).items())
+                measure_seeds("uneven_closest_to_bound", closest_to_bound, "gap to FLAvg(subset): " + text, ds,
+                              iid, het, uneven)
                 text = "; ".join(f"{name}: " + ", ".join(f"{SPLIT_TITLES[s]} {fmt(acc[(s, ds)][name])}"
                                                          for s in SPLITS) for name in ("FLZ", "FLZ(unlearn)"))
-                measure("uneven_highest_accuracy", None if None in leads else min(leads), text, ds)
+                measure_seeds("uneven_highest_accuracy", uneven_lead, text, ds, iid, het, uneven)
     for key in claim["flz_close_to_flavg"].settings:
         split, ds = key.split("/")
         if (split, ds) in acc:
-            a = acc[(split, ds)]
-            measure("flz_close_to_flavg", diff(a["FLZ"], a["FLAvg"]), accs(split, ds), key,
-                    per_seed(split, ds, "FLZ", "FLAvg"))
+            measure_seeds("flz_close_to_flavg", gap("FLZ", "FLAvg"), accs(split, ds), key, (split, ds))
     for key in claim["unlearn_close_to_subset"].settings:
         split, ds = key.split("/")
         if (split, ds) in acc:
             a = acc[(split, ds)]
-            measure("unlearn_close_to_subset", diff(a["FLZ(unlearn)"], a["FLAvg(subset)"]),
-                    f"FLZ(unlearn) {fmt(a['FLZ(unlearn)'])}, FLAvg(subset) {fmt(a['FLAvg(subset)'])}; without "
-                    f"unlearning FLZ {fmt(a['FLZ'])} (difference {fmt(diff(a['FLZ'], a['FLAvg(subset)']))})", key,
-                    per_seed(split, ds, "FLZ(unlearn)", "FLAvg(subset)"))
+            measure_seeds("unlearn_close_to_subset", gap("FLZ(unlearn)", "FLAvg(subset)"),
+                          f"FLZ(unlearn) {fmt(a['FLZ(unlearn)'])}, FLAvg(subset) {fmt(a['FLAvg(subset)'])}; without "
+                          f"unlearning FLZ {fmt(a['FLZ'])} (difference {fmt(diff(a['FLZ'], a['FLAvg(subset)']))})",
+                          key, (split, ds))
     _measure_forgetting(measure, frameworks, verified, fmt, diff)
 
     if grid:
