@@ -491,6 +491,24 @@ def test_mean_rows_average_numbers_over_seeds_and_refuse_misaligned_rows():
         chapter._mean_rows([a, [{**b[0], "request": 2}]], ("scheme", "request"))
 
 
+def test_fig6_minima_are_taken_per_seed_then_averaged():
+    """"SIFU saves rounds for every class": the worst class of each seed, averaged, with the seeds as the verdict's
+    samples; the minimum over the seed-averaged rows would hide that each seed has a class where SIFU saves little."""
+    from fedlib.results import Results
+
+    def rows(sifu0: int, sifu1: int) -> list[dict]:
+        return [{"class": k, "scheme": s, "acc_forgotten": acc, "ours": n}
+                for k, sifu in ((0, sifu0), (1, sifu1))
+                for s, acc, n in (("SCRATCH", 0.0, 100), ("SIFU", 0.05, sifu), ("FINE-TUNING", 0.5, 10))]
+
+    seeds = [rows(20, 80), rows(80, 20)]  # per seed the worse class saves 20 %; the averaged rows say 50 % for both
+    res = Results("sifu", "full", 0, {})
+    chapter._measure_f6(res, "mnist", chapter._mean_rows(seeds, ("class", "scheme")), seeds)
+    fewer = res.measured["f6_sifu_fewer_rounds/mnist"]
+    assert fewer["value"] == pytest.approx(0.2) and fewer["samples"] == pytest.approx([0.2, 0.2])
+    assert res.measured["f6_sifu_below_finetuning/mnist"]["value"] == pytest.approx(0.45)
+
+
 def test_a_schedule_serves_its_prefix_and_the_control_is_another_retraining():
     fed = make_fed(num_clients=20)
     setup = chapter.Setup("mnist", "logreg", num_clients=20, samples=8,

@@ -396,7 +396,7 @@ def _tables(res: Results, cfg: SIFUConfig, out: dict, theory: dict | None) -> di
     """The chapter's tables and figures' series from the unit results (averaged over seeds); returns the rows the
     claims are measured on, by figure and dataset."""
     summary: dict[str, dict[str, Any]] = {k: {} for k in ("F2", "F2_seeds", "V2", "F3", "V3", "F5", "F6",
-                                                          "invariant", "dp_chosen")}
+                                                          "F6_seeds", "invariant", "dp_chosen")}
     for setup in cfg.setups:
         ds = setup.dataset
         f2 = out["F2"][ds]
@@ -425,6 +425,8 @@ def _tables(res: Results, cfg: SIFUConfig, out: dict, theory: dict | None) -> di
         for fig, keys in (("F5", ("sigma", "scheme")), ("F6", ("class", "scheme")), ("F3", ("scheme", "request"))):
             units_ = [u for u in out[fig][ds] if u is not None]
             summary[fig][ds] = _mean_rows([u["rows"] for u in units_], keys)
+            if fig == "F6":
+                summary["F6_seeds"][ds] = [u["rows"] for u in units_]
             if fig == "F3":
                 summary["V3"][ds] = _mean_rows([u["verification"] for u in units_], ("model",))
         if "F3" in cfg.figures:
@@ -495,7 +497,7 @@ def _measure(res: Results, summary: dict, theory: dict | None, cfg: SIFUConfig) 
         if summary["F5"][ds]:
             _measure_f5(res, ds, summary["F5"][ds])
         if summary["F6"][ds]:
-            _measure_f6(res, ds, summary["F6"][ds])
+            _measure_f6(res, ds, summary["F6"][ds], summary["F6_seeds"][ds])
     if theory is not None:
         _measure_theory(res, theory)
     ratio = cfg.epsilon / c_delta(cfg.delta)
@@ -505,25 +507,37 @@ def _measure(res: Results, summary: dict, theory: dict | None, cfg: SIFUConfig) 
                 f"({cfg.epsilon:g}, {cfg.delta:g})-DP is {analytic_gaussian_ratio(cfg.epsilon, cfg.delta):.3f}")
 
 
+def _over_seeds(f: Callable[[Any], float], averaged: Any, seeds: list) -> tuple[float, list[float] | None]:
+    """``f`` of each seed's rows and their mean, with the per-seed values as the verdict's samples (so full mode's
+    verdict accounts for the seeds' spread, also where ``f`` is a minimum, maximum or ratio); with one seed, ``f`` of
+    the ``averaged`` rows and no samples."""
+    if len(seeds) > 1:
+        samples = [f(rows) for rows in seeds]
+        return statistics.fmean(samples), samples
+    return f(averaged), None
+
+
 def _measure_f2(res: Results, setup: Setup, f2: dict[str, list[dict]], cfg: SIFUConfig,
                 seeds: list[dict[str, list[dict]]]) -> None:
-    """Fig. 2's claims on the seed-averaged rows ``f2``; those that are differences of mean accuracies carry their
-    per-seed values (``seeds``: each seed's rows), so full mode's verdict accounts for the seeds' spread."""
+    """Fig. 2's claims, each computed on every seed's rows and averaged (``seeds``: each seed's rows; ``f2``: the
+    seed-averaged rows, which the details quote)."""
     ds, scr = setup.dataset, _acc(f2["SCRATCH"])
 
-    def per_seed(a: str, b: str) -> list[float] | None:
-        return [_acc(s[a]) - _acc(s[b]) for s in seeds] if len(seeds) > 1 else None
+    def put(cid: str, setting: str, f: Callable[[dict[str, list[dict]]], float], detail: str) -> None:
+        value, samples = _over_seeds(f, f2, seeds)
+        _put(res, cid, setting, value, detail, samples)
 
     scr_total = _total(f2["SCRATCH"])
     for reading in READINGS:
-        trio = {s: (_acc(f2[s]), _total(f2[s])) for s in ("FINE-TUNING", reading, "DP")}
-        accs = [a for a, _ in trio.values()]
-        detail = ", ".join(f"{s} {a:.3f} ({n:.0f} rounds)" for s, (a, n) in trio.items()) + \
+        trio = ("FINE-TUNING", reading, "DP")
+        detail = ", ".join(f"{s} {_acc(f2[s]):.3f} ({_total(f2[s]):.0f} rounds)" for s in trio) + \
             f"; SCRATCH {scr:.3f} ({scr_total:.0f} rounds)"
         setting = f"{ds}, {reading}"
-        _put(res, "baselines_remember", setting, min(accs) - scr, detail)
-        _put(res, "baselines_similar", setting, max(accs) - min(accs), detail)
-        _put(res, "baselines_fast", setting, 1 - max(n for _, n in trio.values()) / scr_total, detail)
+        put("baselines_remember", setting, lambda r, t=trio: min(_acc(r[s]) for s in t) - _acc(r["SCRATCH"]), detail)
+        put("baselines_similar", setting, lambda r, t=trio: max(_acc(r[s]) for s in t) - min(_acc(r[s]) for s in t),
+            detail)
+        put("baselines_fast", setting, lambda r, t=trio: 1 - max(_total(r[s]) for s in t) / _total(r["SCRATCH"]),
+            detail)
     ft = _acc(f2["FINE-TUNING"])
     for label, scheme in (("", "SIFU"), (", σ ours", "SIFU (σ ours)")):
         if scheme not in f2:
@@ -531,21 +545,28 @@ def _measure_f2(res: Results, setup: Setup, f2: dict[str, list[dict]], cfg: SIFU
         setting, acc, total = ds + label, _acc(f2[scheme]), _total(f2[scheme])
         detail = (f"{scheme} {acc:.3f} ({total:.0f} rounds), SCRATCH {scr:.3f} ({scr_total:.0f} rounds), "
                   f"FINE-TUNING {ft:.3f}")
-        _put(res, "sifu_below_finetuning" + ("_sigma_ours" if label else ""), setting, ft - acc, detail,
-             per_seed("FINE-TUNING", scheme))
-        _put(res, "sifu_close_to_scratch", setting, acc - scr, detail, per_seed(scheme, "SCRATCH"))
+        put("sifu_below_finetuning" + ("_sigma_ours" if label else ""), setting,
+            lambda r, x=scheme: _acc(r["FINE-TUNING"]) - _acc(r[x]), detail)
+        put("sifu_close_to_scratch", setting, lambda r, x=scheme: _acc(r[x]) - _acc(r["SCRATCH"]), detail)
         if not ds.startswith("fashion"):
-            _put(res, "sifu_above_scratch", setting, acc - scr, detail, per_seed(scheme, "SCRATCH"))
-        _put(res, "sifu_fewer_rounds", setting, 1 - total / scr_total, detail)
+            put("sifu_above_scratch", setting, lambda r, x=scheme: _acc(r[x]) - _acc(r["SCRATCH"]), detail)
+        put("sifu_fewer_rounds", setting, lambda r, x=scheme: 1 - _total(r[x]) / _total(r["SCRATCH"]), detail)
         if not label:
-            _put(res, "sifu_half_rounds", setting, total / scr_total - 0.5, detail)
+            put("sifu_half_rounds", setting, lambda r, x=scheme: _total(r[x]) / _total(r["SCRATCH"]) - 0.5, detail)
         for reading in READINGS if ds in QUICK_SETS else ():
-            pool = {"SCRATCH": scr_total} | {s: _total(f2[s]) for s in ("FINE-TUNING", reading, "DP", "LAST")
-                                             if _acc(f2[s]) <= acc + 0.01}
-            fastest = min(pool, key=pool.get)
-            _put(res, "only_sifu_forgets_fast", f"{setting}, {reading}", pool[fastest] / total - 1,
-                 f"{scheme} {total:.0f} rounds (acc {acc:.3f}); the fastest that forgets as well: {fastest} "
-                 f"{pool[fastest]:.0f} rounds (acc {_acc(f2[fastest]):.3f})")
+            def fastest(r: dict[str, list[dict]], x: str = scheme, reading: str = reading) -> tuple[str, float]:
+                """The scheme that reaches a* in the fewest rounds among those that forget as well as ``x``, and
+                its rounds over ``x``'s − 1."""
+                pool = {"SCRATCH": _total(r["SCRATCH"])} | {s: _total(r[s]) for s in ("FINE-TUNING", reading, "DP",
+                                                                                      "LAST")
+                                                            if _acc(r[s]) <= _acc(r[x]) + 0.01}
+                best = min(pool, key=pool.get)
+                return best, pool[best] / _total(r[x]) - 1
+
+            name = fastest(f2)[0]
+            put("only_sifu_forgets_fast", f"{setting}, {reading}", lambda r, g=fastest: g(r)[1],
+                f"{scheme} {total:.0f} rounds (acc {acc:.3f}); the fastest that forgets as well: {name} "
+                f"{_total(f2[name]):.0f} rounds (acc {_acc(f2[name]):.3f})")
     for reading in LAST_READINGS:
         reached = [r["reached_target"] for r in f2[reading]]
         _put(res, "last_never_reaches", f"{ds}, {reading}", statistics.fmean(reached),
@@ -611,17 +632,33 @@ def _measure_f5(res: Results, ds: str, rows: list[dict]) -> None:
          f"T = {[round(t, 1) for t in ts]}")
 
 
-def _measure_f6(res: Results, ds: str, rows: list[dict]) -> None:
-    by = {(r["class"], r["scheme"]): r for r in rows}
-    classes = sorted({r["class"] for r in rows})
-    acc = {k: {s: by[(k, s)]["acc_forgotten"] for s in ("SCRATCH", "SIFU", "FINE-TUNING")} for k in classes}
-    detail = "; ".join(f"class {k}: " + ", ".join(f"{s} {a:.3f}" for s, a in v.items()) for k, v in acc.items())
-    _put(res, "f6_sifu_below_finetuning", ds, min(v["FINE-TUNING"] - v["SIFU"] for v in acc.values()), detail)
-    _put(res, "f6_sifu_close_to_scratch", ds, max(abs(v["SIFU"] - v["SCRATCH"]) for v in acc.values()), detail)
-    _put(res, "f6_sifu_fewer_rounds", ds, min(1 - by[(k, "SIFU")]["ours"] / by[(k, "SCRATCH")]["ours"]
-                                              for k in classes),
-         "; ".join(f"class {k}: SIFU {by[(k, 'SIFU')]['ours']:.0f}, SCRATCH {by[(k, 'SCRATCH')]['ours']:.0f}"
-                   for k in classes))
+def _measure_f6(res: Results, ds: str, rows: list[dict], seeds: list[list[dict]]) -> None:
+    """Fig. 6's claims (minima and maxima over the forgotten class k), each computed on every seed's rows and
+    averaged (``seeds``); the details quote the seed-averaged ``rows``."""
+    def table(rs: list[dict]) -> tuple[dict, list]:
+        by = {(r["class"], r["scheme"]): r for r in rs}
+        return by, sorted({r["class"] for r in rs})
+
+    def accs(rs: list[dict]) -> dict[Any, dict[str, float]]:
+        by, classes = table(rs)
+        return {k: {s: by[(k, s)]["acc_forgotten"] for s in ("SCRATCH", "SIFU", "FINE-TUNING")} for k in classes}
+
+    def fewer_rounds(rs: list[dict]) -> float:
+        by, classes = table(rs)
+        return min(1 - by[(k, "SIFU")]["ours"] / by[(k, "SCRATCH")]["ours"] for k in classes)
+
+    by, classes = table(rows)
+    detail = "; ".join(f"class {k}: " + ", ".join(f"{s} {a:.3f}" for s, a in v.items()) for k, v in accs(rows).items())
+    for cid, f, text in (
+            ("f6_sifu_below_finetuning", lambda rs: min(v["FINE-TUNING"] - v["SIFU"] for v in accs(rs).values()),
+             detail),
+            ("f6_sifu_close_to_scratch", lambda rs: max(abs(v["SIFU"] - v["SCRATCH"]) for v in accs(rs).values()),
+             detail),
+            ("f6_sifu_fewer_rounds", fewer_rounds,
+             "; ".join(f"class {k}: SIFU {by[(k, 'SIFU')]['ours']:.0f}, SCRATCH {by[(k, 'SCRATCH')]['ours']:.0f}"
+                       for k in classes))):
+        value, samples = _over_seeds(f, rows, seeds)
+        _put(res, cid, ds, value, text, samples)
 
 
 def _measure_theory(res: Results, theory: dict) -> None:
