@@ -65,6 +65,18 @@ def fednore1_penalty(lam: float, noise_multiplier: float, *,
         value = fednore1_coefficient(lam, noise_multiplier, num_samples) * norms.sum()
         return value.detach() if mode == "literal" else value
 
+    def value_and_gradient(params: list[Tensor], anchor: list[Tensor], num_samples: int
+                           ) -> tuple[Tensor, list[Tensor]]:
+        """The term and its gradient written out, c (W_il − W^t_l) / ‖W_il − W^t_l‖ per layer (0 as written)."""
+        c = fednore1_coefficient(lam, noise_multiplier, num_samples)
+        diffs = torch._foreach_sub(params, anchor)
+        norms = [torch.sqrt(d.pow(2).sum() + 1e-24) for d in diffs]
+        value = c * torch.stack(norms).sum()
+        if mode == "literal":
+            return value, [torch.zeros_like(d) for d in diffs]
+        return value, [d.mul_(c / n) for d, n in zip(diffs, norms)]
+
+    penalty.value_and_gradient = value_and_gradient  # type: ignore[attr-defined]
     return penalty
 
 

@@ -21,7 +21,9 @@ from fedlib.fl.params import get_flat, set_flat
 #: loss(logits, labels, n_i) -> scalar, n_i the client's sample count; default: categorical cross-entropy
 #: (thesis eq. 2.5), see :func:`cross_entropy`.
 Loss = Callable[[Tensor, Tensor, int], Tensor]
-#: penalty(params, start_params, n_i) -> scalar added to the loss (e.g. a proximal term).
+#: penalty(params, start_params, n_i) -> scalar added to the loss (e.g. a proximal term). A penalty may carry
+#: ``value_and_gradient(params, start_params, n_i) -> (value, gradients)``, its gradient written out: an MLP then
+#: keeps the explicit back-propagation instead of autograd (Fed-nore-1's term, :func:`fedlib.algorithms.fednore`).
 Penalty = Callable[[list[Tensor], list[Tensor], int], Tensor]
 
 
@@ -72,8 +74,9 @@ def sgd_step_(params: list[Tensor], grads: list[Tensor], bufs: list[Tensor] | No
 class LocalTrainer:
     """Trains any client on one persistent ``model``.
 
-    MLPs trained on the default cross-entropy use the explicit back-propagation of thesis eqs. 2.6-2.10
-    (:mod:`fedlib.fl.backprop`); everything else uses autograd.
+    MLPs trained on the default cross-entropy, with no penalty or one that writes out its gradient
+    (``value_and_gradient``), use the explicit back-propagation of thesis eqs. 2.6-2.10 (:mod:`fedlib.fl.backprop`);
+    everything else uses autograd.
     """
 
     def __init__(self, model: nn.Module, loss: Loss | None = None, penalty: Penalty | None = None) -> None:
@@ -81,14 +84,22 @@ class LocalTrainer:
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.loss = loss or cross_entropy
         self.penalty = penalty
+        self.penalty_gradient = getattr(penalty, "value_and_gradient", None)
         self.num_samples = 0
-        plain = loss is None and penalty is None and len(self.params) == len(list(model.parameters()))
+        plain = (loss is None and (penalty is None or self.penalty_gradient is not None)
+                 and len(self.params) == len(list(model.parameters())))
         self.linears = mlp_linears(model) if plain else None
 
     def gradients(self, x: Tensor, y: Tensor, anchor: list[Tensor] | None) -> tuple[list[Tensor], Tensor]:
         """Gradients of the local objective on one batch, and its value."""
         if self.linears is not None:
-            return mlp_cross_entropy_grads(self.linears, x, y)
+            grads, loss = mlp_cross_entropy_grads(self.linears, x, y)
+            if self.penalty_gradient is not None:
+                with torch.no_grad():
+                    value, extra = self.penalty_gradient(self.params, anchor, self.num_samples)
+                    torch._foreach_add_(grads, extra)
+                loss = loss + value
+            return grads, loss
         loss = self.loss(self.model(x), y, self.num_samples)
         if self.penalty is not None:
             loss = loss + self.penalty(self.params, anchor, self.num_samples)
