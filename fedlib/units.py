@@ -240,6 +240,27 @@ def _id_tokens(unit_id: str) -> list[str]:
     return [t for t in re.split(r"[/\-_:, ]+", unit_id) if t and not re.fullmatch(r"seed\d+", t)]
 
 
+def _most_like(tokens: list[str], measured: list[tuple[list[str], float]]
+               ) -> tuple[tuple[int, int], list[tuple[list[str], float]]] | None:
+    """The finished units most like a unit's ``tokens`` and how alike (shared tokens, common prefix): those sharing
+    its first token, then the most tokens anywhere, then the longest common prefix; None if none shares the first."""
+    def likeness(other: list[str]) -> tuple[int, int]:
+        prefix = 0
+        while prefix < min(len(tokens), len(other)) and tokens[prefix] == other[prefix]:
+            prefix += 1
+        return sum((Counter(tokens) & Counter(other)).values()), prefix
+
+    candidates = [(likeness(t), (t, s)) for t, s in measured if tokens and t[:1] == tokens[:1]]
+    if not candidates:
+        return None
+    best = max(like for like, _ in candidates)
+    return best, [unit for like, unit in candidates if like == best]
+
+
+def _mean(units: list[tuple[list[str], float]]) -> float:
+    return sum(s for _, s in units) / len(units)
+
+
 def estimate_left(summary: dict[str, Any], device: str = "cpu") -> Estimate:
     """How long the missing units of ``summary`` will take on ``device``, from the measured times of the finished
     ones computed there (see :class:`Estimate`; a GPU unit prices nothing for a CPU: privacy evaluation's attack
@@ -248,27 +269,33 @@ def estimate_left(summary: dict[str, Any], device: str = "cpu") -> Estimate:
     its first token, then the most tokens anywhere, then the longest common prefix; it is counted as unmeasured if
     none shares the first token (a CIFAR-10 unit is not priced by MNIST ones). Shared tokens anywhere come first
     because an id may name a setting before the method (Fed-nore's ``mlp/σ = 12: Fed-nore-1, λ1 = 1`` costs what
-    Fed-nore-1 at σ = 10 cost, 3,593 s, not what Fed-nore-2 at σ = 12 cost when it diverged in round 1, 8 s)."""
+    Fed-nore-1 at σ = 10 cost, 3,593 s, not what Fed-nore-2 at σ = 12 cost when it diverged in round 1, 8 s).
+
+    Where another device ran units more like the missing one than this device did, the price is scaled by that
+    device's ratio: privacy evaluation's all-round attack at round 15 ran only on a GPU, where it took 3 times the
+    one-round attack that the CPU ran, so the CPU price is 3 times the CPU's one-round time, not equal to it."""
     devices = summary.get("devices", {})
-    measured = [(_id_tokens(u), s) for u, s in summary["seconds"].items()
-                if math.isfinite(s) and devices.get(u, "cpu") == device]
+    by_device: dict[str, list[tuple[list[str], float]]] = {}
+    for u, s in summary["seconds"].items():
+        if math.isfinite(s):
+            by_device.setdefault(devices.get(u, "cpu"), []).append((_id_tokens(u), s))
+    here = by_device.pop(device, [])
     total, estimated, unmeasured = 0.0, 0, 0
     for unit in summary["missing"]:
         tokens = _id_tokens(unit)
-
-        def likeness(other: list[str]) -> tuple[int, int]:
-            prefix = 0
-            while prefix < min(len(tokens), len(other)) and tokens[prefix] == other[prefix]:
-                prefix += 1
-            return sum((Counter(tokens) & Counter(other)).values()), prefix
-
-        candidates = [(likeness(t), s) for t, s in measured if t[:1] == tokens[:1] and tokens]
-        if not candidates:
+        local = _most_like(tokens, here)
+        if local is None:
             unmeasured += 1
             continue
-        best = max(like for like, _ in candidates)
-        times = [s for like, s in candidates if like == best]
-        total += sum(times) / len(times)
+        like, alike = local
+        price = _mean(alike)
+        for other in by_device.values():  # a device that knows this kind better scales the price by its ratio
+            there = _most_like(tokens, other)
+            priced = [_most_like(t, other) for t, _ in alike]
+            if there is not None and there[0] > like and all(p is not None for p in priced):
+                price *= _mean(there[1]) / (sum(_mean(p[1]) for p in priced) / len(priced))
+                break
+        total += price
         estimated += 1
     return Estimate(total, estimated, unmeasured)
 

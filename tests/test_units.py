@@ -68,6 +68,13 @@ def test_the_estimate_prices_from_units_computed_on_the_device_asked_for(tmp_pat
     assert estimate_left(summary) == Estimate(1300.0, 1, 0)  # a unit file without a device ran on the CPU
     assert estimate_left(summary, "cuda") == Estimate(30.0, 1, 0)
     assert estimate_left({**summary, "devices": {u: "cuda" for u in seconds}}) == Estimate(0.0, 0, 1)
+    # a kind only the GPU ran is priced on the CPU by the GPU's ratio to the CPU's nearest kind (3 x 1,300 s)
+    gpu = {"attack/one-round/round5": 30.0, "attack/all-round/round15/part1": 80.0,
+           "attack/all-round/round15/part2": 100.0}
+    scaled = {"seconds": {"attack/one-round/round1": 1300.0, **gpu}, "devices": {u: "cuda" for u in gpu},
+              "missing": ["attack/all-round/round15/part3", "attack/one-round/round1/part2"]}
+    assert estimate_left(scaled) == Estimate(1300.0 * 3 + 1300.0, 2, 0)  # the CPU's own kind is not scaled
+    assert estimate_left(scaled, "cuda") == Estimate(90.0 + 30.0, 2, 0)
     units = Units("sifu", "full", 0, folder=tmp_path)
     units.run("u1", 1, lambda: {"x": 1})
     stored = load_unit(tmp_path / "u1.json")
