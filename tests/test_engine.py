@@ -15,6 +15,7 @@ from fedlib.fl import (
     RoundContext,
     ServerOptimizer,
     TopK,
+    evaluate,
     get_flat,
     run_federated,
 )
@@ -276,3 +277,20 @@ def test_divergence_check_sees_every_non_finite_entry():
             y = x.clone()
             y.view(-1)[pos] = bad
             assert not _all_finite(y)
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn_cifar", "cnn_sifu_cifar", "cnn6", "lenet5", "resnet_mini"])
+def test_evaluation_in_small_forward_batches_gives_the_same_numbers(name):
+    from fedlib.models import MODELS
+
+    model = MODELS[name]()
+    side = (3, 32, 32) if "cifar" in name or name == "cnn6" else (1, 28, 28)
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(450, *side, generator=g), torch.randint(0, 10, (450,), generator=g)
+    flat = get_flat(model)
+    whole = evaluate(model, flat, x, y, batch_size=200, forward_batch=200)
+    assert evaluate(model, flat, x, y, batch_size=200, forward_batch=64) == whole
+    if name == "resnet_mini":  # batch statistics: the logits depend on the batch, so the block is kept whole
+        assert evaluate(model, flat, x, y, batch_size=50) != whole
+    with pytest.raises(ValueError, match="forward_batch"):
+        evaluate(model, flat, x, y, forward_batch=0)
