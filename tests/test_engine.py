@@ -279,18 +279,37 @@ def test_divergence_check_sees_every_non_finite_entry():
             assert not _all_finite(y)
 
 
-@pytest.mark.parametrize("name", ["mlp", "cnn_cifar", "cnn_sifu_cifar", "cnn6", "lenet5", "resnet_mini"])
-def test_evaluation_in_small_forward_batches_gives_the_same_numbers(name):
-    from fedlib.models import MODELS
+@pytest.mark.parametrize("name", ["mlp", "logreg", "cnn_cifar", "cnn_sifu", "cnn_sifu_cifar", "cnn6", "lenet5",
+                                  "resnet_mini"])
+def test_evaluation_in_chunks_gives_the_same_numbers(name):
+    import torch.nn.functional as F
 
-    model = MODELS[name]()
+    from fedlib.fl.batched import BatchedClients
+    from fedlib.models import MODELS, forward_in_chunks, uses_batch_statistics
+
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = MODELS[name]()
     side = (3, 32, 32) if "cifar" in name or name == "cnn6" else (1, 28, 28)
     g = torch.Generator().manual_seed(0)
     x, y = torch.randn(450, *side, generator=g), torch.randint(0, 10, (450,), generator=g)
     flat = get_flat(model)
-    whole = evaluate(model, flat, x, y, batch_size=200, forward_batch=200)
-    assert evaluate(model, flat, x, y, batch_size=200, forward_batch=64) == whole
-    if name == "resnet_mini":  # batch statistics: the logits depend on the batch, so the block is kept whole
-        assert evaluate(model, flat, x, y, batch_size=50) != whole
-    with pytest.raises(ValueError, match="forward_batch"):
-        evaluate(model, flat, x, y, forward_batch=0)
+    model.eval()
+    with torch.no_grad():
+        whole = model(x)
+        chunked = forward_in_chunks(model, x, model, chunk=64)
+        pieces = torch.cat([model(x[i:i + 64]) for i in range(0, 450, 64)])
+    if name in ("mlp", "logreg", "resnet_mini"):  # an MLP, and a model normalising with batch statistics: whole
+        assert torch.equal(chunked, whole)
+        assert uses_batch_statistics(model) == (name == "resnet_mini")
+        if name == "resnet_mini":  # 64 at a time would change its logits
+            assert (pieces - whole).abs().max() > 1e-3
+    else:  # a CNN: equal up to float32 rounding
+        assert torch.equal(chunked, pieces) and torch.allclose(chunked, whole, rtol=0, atol=1e-6)
+    acc = float((whole.argmax(1) == y).double().mean())
+    assert evaluate(model, flat, x, y, batch_size=450 if name == "resnet_mini" else 200)[0] == acc  # blocks of 200
+    assert evaluate(model, flat, x, y, batch_size=450)[1] == pytest.approx(float(F.cross_entropy(whole, y)), rel=1e-6)
+    batched = BatchedClients(model).accuracy(flat, x.reshape(3, 150, *side), y.reshape(3, 150))
+    assert torch.equal(batched, (whole.argmax(1) == y).float().reshape(3, 150).mean(1))
+    with pytest.raises(ValueError, match="chunk"):
+        forward_in_chunks(model, x, model, chunk=0)
