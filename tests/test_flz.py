@@ -336,3 +336,6 @@ def test_repeated_runs_are_reported_as_their_mean_and_sample_std():
     lowest = [r.claim("ll_lowest/mnist")["value"] for r in single]
     assert both.measured["ll_lowest/mnist"]["samples"] == pytest.approx(lowest, abs=1e-12)
     assert both.claim("ll_lowest/mnist")["value"] == pytest.approx(statistics.fmean(lowest), abs=1e-12)
+    # the temperature grid's claims likewise (Tables 4.5-4.6): a seed's gap, then the mean with its samples
+    gap = [r.claim("grid_unlearn_above_flz/mnist")["value"] for r in single]
+    assert both.measured["grid_unlearn_above_flz/mnist"]["samples"] == pytest.approx(gap, abs=1e-12)

@@ -651,7 +651,7 @@ def _grid(res: Results, ch: _Chapter) -> dict:
         rows = []
         for (t1, t2), runs in cells.items():
             values = [_get(r, key, -1) for r in runs]
-            grid[(name, t1, t2)] = _mean(values)
+            grid[(name, t1, t2)] = values
             p = paper.get((t1, t2), (None, None))
             rows.append({"t1": t1, "t2": t2, "paper": p[0], "paper_std": p[1], "ours": _mean(values),
                          **({"ours_std": _std(values)} if len(runs) > 1 else {})})
@@ -914,18 +914,39 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
     _measure_forgetting(measure, frameworks, verified, fmt, diff)
 
     if grid:
+        mean = {k: _mean(v) for k, v in grid.items()}
         cells = [(t1, t2) for (name, t1, t2) in grid if name == "FLZ"]
-        gaps = [diff(grid[("FLZ(unlearn)", *c)], grid[("FLZ", *c)]) for c in cells]
+        repeats = len(next(iter(grid.values())))
+
+        def grid_over_seeds(f: Callable[[dict], float | None]) -> tuple[float | None, list[float] | None]:
+            """``f`` of the cells' accuracies per repeat seed and its mean over them (the verdict's samples, as
+            ``over_seeds`` for the splits); with fewer than two seeds that have every cell: ``f`` of the means."""
+            samples = [f({k: v[i] for k, v in grid.items()}) for i in range(repeats)]
+            if repeats >= 2 and None not in samples:
+                return statistics.fmean(samples), samples
+            return f(mean), None
+
+        def unlearn_gap(g: dict) -> float | None:
+            return _mean([diff(g[("FLZ(unlearn)", *c)], g[("FLZ", *c)]) for c in cells])
+
+        gaps = [diff(mean[("FLZ(unlearn)", *c)], mean[("FLZ", *c)]) for c in cells]
         above = sum(g > 0 for g in gaps if g is not None)
-        measure("grid_unlearn_above_flz", _mean(gaps), f"FLZ(unlearn) above FLZ in {above} of {len(cells)} cells",
-                "mnist")
+        value, samples = grid_over_seeds(unlearn_gap)
+        measure("grid_unlearn_above_flz", value, f"FLZ(unlearn) above FLZ in {above} of {len(cells)} cells",
+                "mnist", samples)
         for cid, name, best in (("unlearn_best_at_half", "FLZ(unlearn)", (0.5, 0.5)),
                                 ("flz_best_without_reg", "FLZ", (0.0, 0.0))):
-            rest = [grid[(name, *c)] for c in cells if c != best]
-            top = grid.get((name, *best))
+            def lead(g: dict, name: str = name, best: tuple[float, float] = best) -> float | None:
+                """acc at ``best`` − the best other cell."""
+                rest = [g[(name, *c)] for c in cells if c != best]
+                return diff(g.get((name, *best)), None if None in rest or not rest else max(rest))
+
+            rest = [mean[(name, *c)] for c in cells if c != best]
             runner_up = None if None in rest or not rest else max(rest)
-            measure(cid, diff(top, runner_up), f"{name} at {best}: {fmt(top)}, best other cell {fmt(runner_up)}",
-                    "mnist")
+            value, samples = grid_over_seeds(lead)
+            measure(cid, value, f"{name} at {best}: {fmt(mean.get((name, *best)))}, best other cell "
+                                f"{fmt(runner_up)}", "mnist", samples)
+        grid = mean  # the rest compares means: the cells' spread with the seeds', and the paper's means
         flz_cells = [grid[("FLZ", *c)] for c in cells]
         spread = None if None in flz_cells else max(flz_cells) - min(flz_cells)
         noise = seeds.get("FLZ", [])
