@@ -320,7 +320,7 @@ def test_repeated_runs_are_reported_as_their_mean_and_sample_std():
 
     from fedlib.experiments import flz as chapter
 
-    cfg = dataclasses.replace(chapter.TINY, datasets=("mnist",), splits=("iid",), temperatures=(1.0,), rounds=4,
+    cfg = dataclasses.replace(chapter.TINY, datasets=("mnist",), splits=("iid",), temperatures=(0.5, 1.0), rounds=4,
                               sweep_rounds=4, sweep_steps=10)
     single = [chapter.run(dataclasses.replace(cfg, repeat_seeds=(s,))) for s in (3, 8)]
     both = chapter.run(dataclasses.replace(cfg, repeat_seeds=(3, 8)))
@@ -339,3 +339,6 @@ def test_repeated_runs_are_reported_as_their_mean_and_sample_std():
     # the temperature grid's claims likewise (Tables 4.5-4.6): a seed's gap, then the mean with its samples
     gap = [r.claim("grid_unlearn_above_flz/mnist")["value"] for r in single]
     assert both.measured["grid_unlearn_above_flz/mnist"]["samples"] == pytest.approx(gap, abs=1e-12)
+    lead = [r.claim("unlearn_best_at_half/mnist")["value"] for r in single]  # (0.5, 0.5) − the best other cell
+    assert None not in lead
+    assert both.measured["unlearn_best_at_half/mnist"]["samples"] == pytest.approx(lead, abs=1e-12)
