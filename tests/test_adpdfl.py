@@ -166,6 +166,21 @@ def test_check11_metric_is_max_over_models_of_known_accuracy():
     assert acc.tolist() == [0.75, 0.25, 0.75]
 
 
+def test_cpu_batching_of_the_metric_classifies_like_the_vmapped_path():
+    """correct_many's CPU default (one model at a time, channels-last images, 250 a batch) and its GPU path (32
+    models vmapped over NCHW batches) agree on every sample of the CIFAR-10 CNN, across a model and batch edge."""
+    from fedlib.models import cnn_adpdfl
+
+    g = make_generator(0, "test", "correct_many")
+    model = cnn_adpdfl()
+    params = get_flat(model) + 0.05 * torch.randn(3, sum(p.numel() for p in model.parameters()), generator=g)
+    x, y = torch.randn(260, 3, 32, 32, generator=g), torch.randint(0, 10, (260,), generator=g)
+    default = correct_many(model, params, x, y)
+    vmapped = correct_many(model, params, x, y, models_per_batch=32, samples_per_batch=2000, channels_last=False)
+    assert default.shape == (3, 260) and 0 < default.sum() < default.numel()
+    assert torch.equal(default, vmapped)
+
+
 def dcfg(**kw):
     return DecentralizedConfig(**{**dict(protocol="pseudo_central", rounds=3, training_clients=4, local=LocalSGD(1, 16),
                                          lr=0.1, bound=None, sigma=0.0, seed=0), **kw})
