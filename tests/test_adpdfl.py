@@ -179,6 +179,11 @@ def test_cpu_batching_of_the_metric_classifies_like_the_vmapped_path():
     vmapped = correct_many(model, params, x, y, models_per_batch=32, samples_per_batch=2000, channels_last=False)
     assert default.shape == (3, 260) and 0 < default.sum() < default.numel()
     assert torch.equal(default, vmapped)
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="models_per_batch must be a positive int or None"):
+            correct_many(model, params, x, y, models_per_batch=bad)
+    with pytest.raises(ValueError, match="samples_per_batch must be a positive int or None"):
+        evaluate_many(model, params, x, y, samples_per_batch=0)
 
 
 def dcfg(**kw):

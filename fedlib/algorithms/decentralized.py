@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import torch
 from torch import Tensor, nn
@@ -141,9 +141,11 @@ def final_model(result: DecentralizedResult, how: Literal["random", "average", "
 
 
 @torch.no_grad()
-def evaluate_many(model: nn.Module, params: Tensor, x: Tensor, y: Tensor, **batching: Any) -> Tensor:
-    """Test accuracy of each row of ``params`` (k, d) (``batching`` as in :func:`correct_many`)."""
-    return _accuracy(correct_many(model, params, x, y, **batching))
+def evaluate_many(model: nn.Module, params: Tensor, x: Tensor, y: Tensor, *, models_per_batch: int | None = None,
+                  samples_per_batch: int | None = None, channels_last: bool | None = None) -> Tensor:
+    """Test accuracy of each row of ``params`` (k, d) (batching as in :func:`correct_many`)."""
+    return _accuracy(correct_many(model, params, x, y, models_per_batch=models_per_batch,
+                                  samples_per_batch=samples_per_batch, channels_last=channels_last))
 
 
 def _accuracy(correct: Tensor) -> Tensor:
@@ -166,6 +168,9 @@ def correct_many(model: nn.Module, params: Tensor, x: Tensor, y: Tensor, *, mode
     names = [n for n, _ in model.named_parameters()]
     shapes = [p.shape for _, p in model.named_parameters()]
     sizes = [p.numel() for _, p in model.named_parameters()]
+    for name, value in (("models_per_batch", models_per_batch), ("samples_per_batch", samples_per_batch)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"{name} must be a positive int or None (the device's default), got {value!r}")
     models_per_batch = models_per_batch or (32 if params.is_cuda else 1)
     samples_per_batch = samples_per_batch or (2000 if params.is_cuda else 250)
     if (not params.is_cuda if channels_last is None else channels_last) and x.dim() == 4:
