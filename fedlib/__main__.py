@@ -211,19 +211,30 @@ def _status(args: argparse.Namespace) -> int:
     from fedlib.experiments.common import device
     from fedlib.units import estimate_left
 
+    from fedlib.data import DatasetNotFoundError
+
     here = device()
     print(f"{'chapter':14} {'units done':>10}  {f'est. left on {here} (from finished units like them)':>49}  blocked")
+    unplanned = 0
     for chapter in CHAPTER_MODULES:
         if not supports(chapter, "units"):
             print(f"{chapter:14} {'(not split into units yet)':>24}")
             continue
-        summary = run_chapter(chapter, "full", out=args.out, plan_only=True).units
+        try:  # planning reads the chapter's data (its partitions fix the units); one missing dataset spares the rest
+            summary = run_chapter(chapter, "full", out=args.out, plan_only=True).units
+        except DatasetNotFoundError as err:
+            unplanned += 1
+            print(f"{chapter:14} {'?':>10}  {'cannot plan without its data':>49}  {str(err).splitlines()[0]}")
+            continue
         left_text = estimate_left(summary, here).text()
-        blocked = "; ".join(f"{u}: {r}" for u, r in summary["blocked"].items()) or "–"
+        blocked = "; ".join(f"{u}: {r.splitlines()[0]}" for u, r in summary["blocked"].items()) or "–"
         print(f"{chapter:14} {summary['done']:>4} / {summary['total']:<4}  {left_text:>49}  {blocked}")
         if args.missing:
             print("".join(f"    {unit}\n" for unit in summary["missing"]), end="")
-    return 0
+    if unplanned:
+        print(f"{unplanned} chapter(s) could not be planned: point FEDLIB_DATA at the data root (torchvision's layout; "
+              "`bash scripts/setup.sh` uses ../shared/data when it exists) or run once with internet access")
+    return 1 if unplanned else 0
 
 
 def _run(args: argparse.Namespace) -> int:

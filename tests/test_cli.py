@@ -102,3 +102,25 @@ def test_module_entry_point():
     out = subprocess.run([sys.executable, "-m", "fedlib", "privacy", "epsilon", "--sigma", "1.5", "--q", "0.04",
                           "--steps", "2250", "--delta", "1e-5"], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "7.329111"
+
+
+def test_status_names_a_chapter_it_cannot_plan_and_goes_on(monkeypatch, capsys):
+    import fedlib.experiments as experiments
+    from fedlib.data import DatasetNotFoundError
+
+    real = experiments.run_chapter
+
+    def run_chapter(chapter, mode, **kwargs):
+        if chapter == "dpfl":
+            raise DatasetNotFoundError("Dataset 'mnist' was not found under /nowhere and could not be downloaded.\nmore")
+        return real(chapter, mode, **kwargs)
+
+    monkeypatch.setattr(experiments, "run_chapter", run_chapter)
+    monkeypatch.setattr(experiments, "CHAPTER_MODULES", {k: experiments.CHAPTER_MODULES[k]
+                                                         for k in ("foundations", "dpfl", "audit")})
+    assert main(["status"]) == 1
+    out = capsys.readouterr().out
+    lines = {line.split()[0]: line for line in out.splitlines()[1:4]}
+    assert "Dataset 'mnist' was not found under /nowhere" in lines["dpfl"] and "more" not in lines["dpfl"]
+    assert " / " in lines["foundations"] and " / " in lines["audit"]  # the chapters that could be planned
+    assert "1 chapter(s) could not be planned" in out
