@@ -209,9 +209,8 @@ def _privacy(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     from fedlib.experiments import CHAPTER_MODULES, run_chapter, supports
     from fedlib.experiments.common import device
-    from fedlib.units import estimate_left
-
     from fedlib.data import DatasetNotFoundError
+    from fedlib.units import estimate_left
 
     here = device()
     print(f"{'chapter':14} {'units done':>10}  {f'est. left on {here} (from finished units like them)':>49}  blocked")

@@ -113,7 +113,10 @@ def test_status_names_a_chapter_it_cannot_plan_and_goes_on(monkeypatch, capsys):
     def run_chapter(chapter, mode, **kwargs):
         if chapter == "dpfl":
             raise DatasetNotFoundError("Dataset 'mnist' was not found under /nowhere and could not be downloaded.\nmore")
-        return real(chapter, mode, **kwargs)
+        planned = real(chapter, mode, **kwargs)
+        if chapter == "audit":  # a blocked group whose reason spans lines, as a download error does
+            planned.units["blocked"] = {"x/*": "needs the full X (found 3)\nTried https://..."}
+        return planned
 
     monkeypatch.setattr(experiments, "run_chapter", run_chapter)
     monkeypatch.setattr(experiments, "CHAPTER_MODULES", {k: experiments.CHAPTER_MODULES[k]
@@ -123,4 +126,5 @@ def test_status_names_a_chapter_it_cannot_plan_and_goes_on(monkeypatch, capsys):
     lines = {line.split()[0]: line for line in out.splitlines()[1:4]}
     assert "Dataset 'mnist' was not found under /nowhere" in lines["dpfl"] and "more" not in lines["dpfl"]
     assert " / " in lines["foundations"] and " / " in lines["audit"]  # the chapters that could be planned
+    assert lines["audit"].endswith("x/*: needs the full X (found 3)") and "Tried" not in out
     assert "1 chapter(s) could not be planned" in out
