@@ -161,6 +161,24 @@ class Units:
                               "result": result})
         return result
 
+    def refresh(self) -> list[str]:
+        """Forget the units that were not run when asked for but whose file, for the identity asked, exists now
+        (another run on the same results root finished them meanwhile), so that asking again reads them back;
+        return their ids."""
+        late = []
+        for unit_id, (known, _) in self._asked.items():
+            path = self.path(unit_id)
+            if self.state.get(unit_id) != "not run" or path is None or not path.exists():
+                continue
+            try:
+                if load_unit(path)["identity"]["hash"] == known:
+                    late.append(unit_id)
+            except UnitFileError:
+                continue  # not a usable file: the unit stays "not run"
+        for unit_id in late:
+            del self._asked[unit_id], self.state[unit_id]
+        return sorted(late)
+
     def block(self, unit_id: str, reason: str) -> None:
         """Record that ``unit_id`` (or a group of units, e.g. ``"cifar10/*"``) cannot run here, and why."""
         self.state[unit_id] = f"blocked: {reason}"

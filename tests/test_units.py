@@ -2,10 +2,12 @@
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from fedlib.units import Budget, Estimate, UnitFileError, Units, estimate_left, load_unit, unit_filename
+from fedlib.units import (Budget, Estimate, UnitFileError, Units, default_folder, estimate_left, load_unit,
+                          unit_filename)
 
 
 def test_a_unit_is_computed_once_and_read_back(tmp_path):
@@ -95,6 +97,30 @@ def test_only_computes_the_selected_units(tmp_path):
     for bad in ("mechanism", (), ("",)):
         with pytest.raises(ValueError, match="only must be"):
             Budget(only=bad)
+
+
+def test_a_run_assembles_the_units_another_run_finished_meanwhile(tmp_path, monkeypatch):
+    import fedlib.experiments as experiments
+    from fedlib.results import Results, load_results
+
+    folder = default_folder("sifu", "full", tmp_path)
+
+    def compute_a():  # meanwhile a second process on the same results root finishes "b"
+        Units("sifu", "full", 0, folder=folder).run("b", 2, lambda: {"x": 2})
+        return {"x": 1}
+
+    def run(config, *, mode, seed, progress, units):
+        b = units.run("b", 2, lambda: 1 / 0)  # not selected: "not run" when asked
+        a = units.run("a", 1, compute_a)
+        res = Results("sifu", mode, seed, {})
+        res.add_table("t", "both units", [{"a": a, "b": b}])
+        return res
+
+    monkeypatch.setattr(experiments, "chapter_module", lambda chapter: SimpleNamespace(QUICK=0, FULL=1, run=run))
+    results = experiments.run_chapter("sifu", "full", out=tmp_path, budget=Budget(only=("a",)))
+    assert results.tables["t"]["rows"] == [{"a": {"x": 1}, "b": {"x": 2}}]
+    assert (results.units["done"], results.units["computed"], results.units["missing"]) == (2, 1, [])
+    assert load_results("sifu", "full", tmp_path).tables == results.tables
 
 
 def test_unit_files_are_checked(tmp_path):

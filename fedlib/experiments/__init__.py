@@ -38,7 +38,8 @@ def run_chapter(chapter: str, mode: str = "quick", *, seed: int = 0, out: str | 
 
     Full mode is split into units (:mod:`fedlib.units`), one file each under ``<out>/full/<chapter>/units/``:
     finished units are read back, missing ones run (within ``budget``), and the results file is assembled from
-    whatever is finished ("not run yet" for the rest). ``plan_only`` computes nothing and writes nothing: the
+    whatever is finished ("not run yet" for the rest), units that another run on the same results root finished
+    meanwhile included. ``plan_only`` computes nothing and writes nothing: the
     returned results say which units exist, are done, or are blocked by missing data.
 
     ``checkpoints``: a folder where chapters that support it keep one checkpoint per training run (under
@@ -71,6 +72,12 @@ def run_chapter(chapter: str, mode: str = "quick", *, seed: int = 0, out: str | 
         engine_log.setLevel(logging.ERROR)
     try:
         results = module.run(config, mode=mode, seed=seed, progress=progress, **kwargs)
+        # a second run on the same results root may have finished units this one left "not run": assemble again
+        # with them, so that the file written last does not drop the other run's units
+        while units is not None and not plan_only and units.refresh():
+            elapsed = results.elapsed_s
+            results = module.run(config, mode=mode, seed=seed, progress=progress, **kwargs)
+            results.elapsed_s += elapsed
     finally:
         engine_log.setLevel(level)
     if units is not None:
