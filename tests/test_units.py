@@ -105,21 +105,24 @@ def test_a_run_assembles_the_units_another_run_finished_meanwhile(tmp_path, monk
 
     folder = default_folder("sifu", "full", tmp_path)
 
-    def compute_a():  # meanwhile a second process on the same results root finishes "b"
-        Units("sifu", "full", 0, folder=folder).run("b", 2, lambda: {"x": 2})
+    def compute_a():  # meanwhile a second process on the same results root finishes "b", and "c" for another spec
+        other = Units("sifu", "full", 0, folder=folder)
+        other.run("b", 2, lambda: {"x": 2})
+        other.run("c", 99, lambda: {"x": 99})
         return {"x": 1}
 
     def run(config, *, mode, seed, progress, units):
         b = units.run("b", 2, lambda: 1 / 0)  # not selected: "not run" when asked
+        c = units.run("c", 3, lambda: 1 / 0)
         a = units.run("a", 1, compute_a)
         res = Results("sifu", mode, seed, {})
-        res.add_table("t", "both units", [{"a": a, "b": b}])
+        res.add_table("t", "the units", [{"a": a, "b": b, "c": c}])
         return res
 
     monkeypatch.setattr(experiments, "chapter_module", lambda chapter: SimpleNamespace(QUICK=0, FULL=1, run=run))
     results = experiments.run_chapter("sifu", "full", out=tmp_path, budget=Budget(only=("a",)))
-    assert results.tables["t"]["rows"] == [{"a": {"x": 1}, "b": {"x": 2}}]
-    assert (results.units["done"], results.units["computed"], results.units["missing"]) == (2, 1, [])
+    assert results.tables["t"]["rows"] == [{"a": {"x": 1}, "b": {"x": 2}, "c": None}]  # c's file: another spec
+    assert (results.units["done"], results.units["computed"], results.units["missing"]) == (2, 1, ["c"])
     assert load_results("sifu", "full", tmp_path).tables == results.tables
 
 
