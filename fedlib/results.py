@@ -33,7 +33,7 @@ from fedlib.ledger import Claim, evaluate
 
 CHAPTERS = ("foundations", "dpfl", "fednore", "privacy_eval", "adpdfl", "sifu", "deniability", "flz", "audit")
 #: chapters whose run resumes from per-training-run checkpoints (``--checkpoints``)
-RESUMABLE = ("dpfl", "fednore", "adpdfl")
+RESUMABLE = ("dpfl", "fednore", "adpdfl", "deniability")
 MODES = ("quick", "full")
 
 

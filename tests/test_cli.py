@@ -128,3 +128,12 @@ def test_status_names_a_chapter_it_cannot_plan_and_goes_on(monkeypatch, capsys):
     assert " / " in lines["foundations"] and " / " in lines["audit"]  # the chapters that could be planned
     assert lines["audit"].endswith("x/*: needs the full X (found 3)") and "Tried" not in out
     assert "1 chapter(s) could not be planned" in out
+
+
+def test_the_help_names_exactly_the_chapters_that_resume():
+    """`run --help` lists RESUMABLE; it must be the chapters whose run takes checkpoints (it once left out
+    deniability, which resumes)."""
+    from fedlib.experiments import supports
+    from fedlib.results import CHAPTERS, RESUMABLE
+
+    assert RESUMABLE == tuple(c for c in CHAPTERS if supports(c, "checkpoints"))
