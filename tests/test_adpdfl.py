@@ -533,3 +533,25 @@ def test_the_best_m_tcs_must_win_by_the_margin_not_by_a_tie(acc80, outcome):
     res.evaluate(ch.LEDGER)
     claim = next(c for c in res.claims if c["key"] == "m_tcs_best_is_80/IID (Fig. 5.2)")
     assert claim["value"] == pytest.approx(acc80 - 0.4593) and claim["outcome"] == outcome
+
+
+def test_a_sweep_claim_waits_only_for_the_runs_its_metric_reads():
+    """Fig. 5.9's 'accuracy increases from m_tcs = 20 to 60' reads two runs of the five-run sweep: with 40 and 50
+    missing it is measured (as 60 − 20), while the '30 dips below 20 and 40' claim, which reads 40, is not run.
+    Until 2026-11-29 both waited for the whole sweep."""
+    from fedlib.experiments import adpdfl as ch
+    from fedlib.fl.engine import RunSummary
+    from fedlib.results import Results
+
+    cfg = ch.FULL
+    runs = _fake_runs(cfg, ch._specs(cfg))
+    for m, acc in {20: 0.2280, 30: 0.2288, 40: None, 50: None, 60: 0.2293}.items():
+        spec = ch.Spec("cifar10", "iid", "ADPDFL", m_tcs=m, rounds=cfg.long_rounds)
+        runs[spec] = None if acc is None else RunSummary([{"round": 1, "accuracy": acc}], 1, 0.0)
+    res = Results("adpdfl", "full", 0, {})
+    ch._measure(res, cfg, runs, 60)
+    res.evaluate(ch.LEDGER)
+    claims = {c["key"]: c for c in res.claims}
+    grow, dip = claims["cifar10_m_tcs_increases"], claims["cifar10_m_tcs_30_dip"]
+    assert grow["value"] == pytest.approx(0.2293 - 0.2280) and grow["outcome"] == "inconclusive"
+    assert dip["value"] is None and dip["outcome"] == "not run"
