@@ -87,6 +87,8 @@ class Claim:
         central: the chapter's central claim(s), which the deliberate-defect tests must be able to flip.
         modes: the modes it is evaluated in: a statement about the paper's absolute numbers is full mode only;
             orderings and trends that should hold at small scale are evaluated in both.
+        quick_only: settings evaluated in quick mode only (a parameter of ours chosen for quick mode's scale,
+            which full mode, the paper's configuration, does not run).
         note: our reading, where the source is ambiguous.
     """
 
@@ -101,6 +103,7 @@ class Claim:
     kind: Literal["claim", "fact"] = "claim"
     central: bool = False
     modes: tuple[str, ...] = ("quick", "full")
+    quick_only: tuple[str, ...] = ()
     note: str = ""
 
     def __post_init__(self) -> None:
@@ -117,6 +120,16 @@ class Claim:
         if not self.modes or not set(self.modes) <= {"quick", "full"}:
             raise ValueError(f"claim {self.id!r}: modes must be a non-empty subset of ('quick', 'full'), "
                              f"got {self.modes!r}")
+        if self.quick_only and not (set(self.quick_only) <= set(self.settings) and "quick" in self.modes):
+            raise ValueError(f"claim {self.id!r}: quick_only must name settings of {self.settings!r} of a claim "
+                             f"evaluated in quick mode, got {self.quick_only!r} (modes {self.modes!r})")
+
+    def mode_only(self, mode: str, setting: str = "") -> str | None:
+        """None where the claim is evaluated in ``mode`` on ``setting``, else the outcome that says which mode it
+        belongs to (one of :data:`MODE_ONLY`)."""
+        if mode in self.modes and not (mode == "full" and setting in self.quick_only):
+            return None
+        return "quick mode only" if setting in self.quick_only else f"{self.modes[0]} mode only"
 
     @property
     def threshold(self) -> float:
@@ -165,7 +178,7 @@ def evaluate(ledger: Sequence[Claim], measured: dict[str, dict[str, Any]], mode:
         for setting in claim.settings:
             m = measured.get(claim.key(setting), {})
             value, detail, samples = m.get("value"), m.get("detail", ""), m.get("samples")
-            verdict = outcome(claim, value) if mode in claim.modes else f"{claim.modes[0]} mode only"
+            verdict = claim.mode_only(mode, setting) or outcome(claim, value)
             if samples is not None and value is not None and mode == "full":  # quick mode: the sweep's spread
                 halfwidth = confidence_halfwidth(samples)
                 detail += (f"{'; ' if detail else ''}mean of {len(samples)} seeds, one-sided "

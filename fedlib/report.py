@@ -65,16 +65,14 @@ def ledger_rows(chapter: str, root: str | Path | None = None) -> list[dict[str, 
                 "key": key, "claim": claim.id, "setting": setting, "kind": claim.kind, "paper": claim.paper,
                 "evidence": claim.evidence, "metric": claim.metric,
                 "test": f"{claim.direction} {format_value(claim.threshold, claim.unit).lstrip('+')}",
-                "quick": (reg.verdict if reg is not None else "full mode only" if "quick" not in claim.modes
-                          else "no sweep yet"),
+                "quick": reg.verdict if reg is not None else claim.mode_only("quick", setting) or "no sweep yet",
                 "quick spread": "–" if spread is None else " … ".join(format_value(v, claim.unit) for v in
                                                                      (spread[0], spread[2])),
                 "quick runs": "" if reg is None else ", ".join(f"{n} {v}" for v, n in reg.counts.items()),
                 "this run": "not run" if quick is None else format_value(quick["value"], claim.unit),
                 "this run agrees": None if quick is None or reg is None or reg.verdict not in VERDICTS[:2]
                 else quick["outcome"] == reg.verdict,
-                "full": ("quick mode only" if "full" not in claim.modes else "not run" if full is None
-                         else full["outcome"]),
+                "full": claim.mode_only("full", setting) or ("not run" if full is None else full["outcome"]),
                 "full value": "–" if full is None else format_value(full["value"], claim.unit),
             })
     return rows

@@ -69,6 +69,12 @@ def test_evaluate_gives_one_entry_per_claim_and_setting():
     assert [e["outcome"] for e in entries] == ["reproduced", "reproduced", "not run"]
     full_only = Claim("abs", "97 %", "T1", "acc − 0.97", "≈", modes=("full",))
     assert evaluate([full_only], {"abs": {"value": 0.0}}, "quick")[0]["outcome"] == "full mode only"
+    ours = Claim("close", "A ≈ B", "Fig. 2", "A − B", "≈", settings=("mnist", "mnist, σ ours"),
+                 quick_only=("mnist, σ ours",))
+    both = {"close/mnist": {"value": 0.0}, "close/mnist, σ ours": {"value": 0.0}}
+    assert [e["outcome"] for e in evaluate([ours], both, "quick")] == ["reproduced", "reproduced"]
+    assert [e["outcome"] for e in evaluate([ours], {"close/mnist": {"value": 0.0}}, "full")] == \
+        ["reproduced", "quick mode only"]
     with pytest.raises(KeyError, match="not in the ledger"):
         evaluate([GT], {"nope": {"value": 1.0}}, "quick")
     with pytest.raises(ValueError, match="unique"):
@@ -138,6 +144,10 @@ def test_claims_are_validated():
         Claim("x", "p", "e", "m", ">", unit="furlongs")
     with pytest.raises(ValueError, match="margin"):
         Claim("x", "p", "e", "m", ">", margin=0.0)
+    with pytest.raises(ValueError, match="quick_only"):
+        Claim("x", "p", "e", "m", ">", settings=("a",), quick_only=("b",))
+    with pytest.raises(ValueError, match="quick_only"):
+        Claim("x", "p", "e", "m", ">", settings=("a",), modes=("full",), quick_only=("a",))
     with pytest.raises(KeyError):
         GT.key("cifar10")
 
