@@ -538,3 +538,6 @@ def test_plan_only_builds_the_chapter_without_training_and_blocks_missing_data(t
     assert all(v == "not run" for k, v in units.state.items() if not k.startswith("cifar100"))
     assert res.tables["F2_mnist"]["rows"] == [] and res.claim("sifu_below_finetuning/mnist")["outcome"] == "not run"
     assert res.claim("theorem2_delta")["outcome"] == "not reproduced"  # exact, computed without a unit
+    # full mode runs Table 1's σ only: the settings of our quick-mode σ are quick mode only there, never "not run"
+    ours = [c for c in res.claims if "σ ours" in c["setting"]]
+    assert ours and {c["outcome"] for c in ours} == {"quick mode only"}
