@@ -257,3 +257,14 @@ def test_check14_udp_fl_without_noise_and_clipping_is_fedavg_and_noise_std_is_si
     noisy = run_federated(model(), train, clients, None, cfg, udp_fl(1e6, 2e-6), history="updates")
     noise = noisy.history.updates[0][0][:15000] - fedavg.history.updates[0][0][:15000]  # round 1: same W^0
     assert float(noise.std()) == pytest.approx(2e-6 * 1e6 / 8, rel=0.05)  # σC/n with n = 8
+
+
+@pytest.mark.parametrize("mode", ["quick", "full"])
+def test_both_configurations_attack_the_steps_of_the_collapse_claim(mode):
+    """§4.2.3's 'collapse from σC = 0.01 to 0.04' reads the C = 1 ladder at 0.01 and 0.04; FULL once ran Table 4.3's
+    cells only, which have no 0.04 at C = 1, so its full verdict could never be reached."""
+    from fedlib.experiments.privacy_eval import FULL, QUICK
+
+    cfg = QUICK if mode == "quick" else FULL
+    ladder = {s for c, s in [*((c, s) for s, c in cfg.t41), *cfg.t43] if c == 1.0}
+    assert {0.001, 0.01, 0.04, 0.1, 1.0} <= ladder

@@ -197,7 +197,9 @@ QUICK = PrivacyEvalConfig()
 FULL = PrivacyEvalConfig(
     images=100, hidden=(1024, 1024, 1024), batch_size=25, rounds=15, attack=AttackConfig(),
     attack_rounds=(1, 5, 10, 15),
-    t41=tuple((s, c) for s in (0.001, 0.01, 0.1, 1.0) for c in (0.1, 0.4, 1.0)), t43=tuple(T43),
+    # t43: Table 4.3's cells and (ours) σC = 0.04 at C = 1, the step of §4.2.3's collapse claim, which neither
+    # Table 4.1 nor 4.3 has at C = 1 (without it that claim could never be measured in full mode)
+    t41=tuple((s, c) for s in (0.001, 0.01, 0.1, 1.0) for c in (0.1, 0.4, 1.0)), t43=(*T43, (1.0, 0.04)),
     curves=((1.0, 0.001), (1.0, 0.01), (1.0, 0.1), (1.0, 1.0), (10.0, 0.001), (10.0, 0.01)),
     f43_sigmas=(0.01, 0.1), f43_bounds=(0.1, 0.4, 1.0, 4.0, 10.0, "median"), f44_bounds=(0.1, 0.4, 1.0, 4.0, 10.0),
     t44=(0.1, 1.0, 10.0), fl_clients=40, fl_images=100, fl_batch_size=20, f47=FLAccuracyConfig(),
