@@ -179,6 +179,8 @@ def evaluate(ledger: Sequence[Claim], measured: dict[str, dict[str, Any]], mode:
             m = measured.get(claim.key(setting), {})
             value, detail, samples = m.get("value"), m.get("detail", ""), m.get("samples")
             verdict = claim.mode_only(mode, setting) or outcome(claim, value)
+            if m.get("at_most") and verdict in (*VERDICTS, NOT_RUN):
+                value, verdict, detail = decided_by_bound(claim, value, detail)
             if samples is not None and value is not None and mode == "full":  # quick mode: the sweep's spread
                 halfwidth = confidence_halfwidth(samples)
                 detail += (f"{'; ' if detail else ''}mean of {len(samples)} seeds, one-sided "
@@ -188,8 +190,29 @@ def evaluate(ledger: Sequence[Claim], measured: dict[str, dict[str, Any]], mode:
             entry = {k: v for k, v in asdict(claim).items() if k != "settings"}
             entry.update(setting=setting, key=claim.key(setting), margin=claim.threshold, value=value,
                          detail=detail, outcome=verdict)
+            if m.get("at_most") and value is not None:
+                entry["at_most"] = True
             out.append(entry)
     return out
+
+
+def decided_by_bound(claim: Claim, bound: float | None, detail: str) -> tuple[float | None, str, str]:
+    """(value, verdict, detail) of a claim whose runs are not all done, from an upper bound of its value over the
+    runs at hand (e.g. acc(A) − the best of the others done so far: the others still missing can only lower it).
+    The bound decides the verdict when every value at or below it gives the same one: not reproduced for ``">"``,
+    reproduced for ``"<"``; otherwise the claim stays not run and the detail says how far the bound got."""
+    if claim.direction == "≈":
+        raise ValueError(f"claim {claim.id!r}: an upper bound cannot decide a two-sided ('≈') claim")
+    verdict = outcome(claim, bound)
+    if verdict == ("not reproduced" if claim.direction == ">" else "reproduced"):
+        return bound, verdict, (f"{detail}{'; ' if detail else ''}at most {format_value(bound, claim.unit)} "
+                                "whatever the runs not run yet give (they can only lower it), so the verdict is "
+                                "decided")
+    if bound is None or not math.isfinite(bound):
+        return None, NOT_RUN, detail
+    return None, NOT_RUN, (f"{detail}{'; ' if detail else ''}at most {bound:+.4g} over the runs done so far, not "
+                           f"yet ≤ {-claim.threshold:+.4g}, where the runs not run yet could no longer change the "
+                           "verdict")
 
 
 def clears(claim: Claim, verdict: str, mean: float, halfwidth: float) -> bool:

@@ -73,7 +73,8 @@ def ledger_rows(chapter: str, root: str | Path | None = None) -> list[dict[str, 
                 "this run agrees": None if quick is None or reg is None or reg.verdict not in VERDICTS[:2]
                 else quick["outcome"] == reg.verdict,
                 "full": claim.mode_only("full", setting) or ("not run" if full is None else full["outcome"]),
-                "full value": "–" if full is None else format_value(full["value"], claim.unit),
+                "full value": "–" if full is None else ("≤ " if full.get("at_most") else "")
+                + format_value(full["value"], claim.unit),
             })
     return rows
 

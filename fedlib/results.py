@@ -119,15 +119,21 @@ class Results:
         self.tables[table_id] = {"title": title, "rows": clean(rows)}
 
     def measure(self, claim: Claim, value: float | None, detail: str = "", *, setting: str = "",
-                samples: Sequence[float] | None = None) -> None:
+                samples: Sequence[float] | None = None, at_most: bool = False) -> None:
         """Record this run's value of ``claim`` in ``setting`` (None: not run yet) and what it was computed from.
 
         ``samples``: where ``value`` is a mean over seeds, the per-seed values (at least 2, their mean ``value``);
-        the verdict then accounts for their spread (:func:`fedlib.ledger.clears`)."""
+        the verdict then accounts for their spread (:func:`fedlib.ledger.clears`). ``at_most``: ``value`` is only an
+        upper bound (some runs it reads are missing); it is recorded where it decides the verdict
+        (:func:`fedlib.ledger.decided_by_bound`), else the claim stays not run."""
         key = claim.key(setting)
         if key in self.measured:
             raise ValueError(f"claim {key!r} was measured twice")
+        if at_most and samples is not None:
+            raise ValueError(f"claim {key!r}: a bound (at_most) has no per-seed samples")
         entry = {"value": None if value is None else float(value), "detail": detail}
+        if at_most:
+            entry["at_most"] = True
         if samples is not None and value is not None:
             samples = [float(v) for v in samples]
             if len(samples) < 2 or not all(math.isfinite(v) for v in samples):

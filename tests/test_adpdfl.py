@@ -555,3 +555,37 @@ def test_a_sweep_claim_waits_only_for_the_runs_its_metric_reads():
     grow, dip = claims["cifar10_m_tcs_increases"], claims["cifar10_m_tcs_30_dip"]
     assert grow["value"] == pytest.approx(0.2293 - 0.2280) and grow["outcome"] == "inconclusive"
     assert dip["value"] is None and dip["outcome"] == "not run"
+
+
+@pytest.mark.parametrize("fedavg, others, outcome", [
+    (0.1127, {"Fake-cen Non-Private": 0.2298, "Fake-cen ADPDFL": 0.2293}, "not reproduced"),
+    (0.2200, {"Fake-cen Non-Private": 0.2298, "Fake-cen ADPDFL": 0.2293}, "not run"),
+    (0.2578, {"Fake-cen Non-Private": 0.2556, "Fake-cen ADPDFL": 0.2553}, "not run"),
+])
+def test_a_best_of_claim_is_decided_once_the_runs_at_hand_already_fail_it(fedavg, others, outcome):
+    """'DP-FedAvg is the best of the five frameworks' reads five runs; with the two gossip runs missing, DP-FedAvg −
+    the best of the three at hand is an upper bound of the metric (the missing runs can only raise the best). When
+    that bound already fails the claim (≤ −1 pp) the verdict is decided and recorded with the bound; otherwise
+    (−0.98 pp, +0.22 pp: the gossip runs could still change it) the claim stays not run."""
+    from fedlib.experiments import adpdfl as ch
+    from fedlib.fl.engine import RunSummary
+    from fedlib.results import Results
+
+    cfg = ch.FULL
+    runs = _fake_runs(cfg, ch._specs(cfg))
+    accs = {"DP-FedAvg": fedavg, "Gossip ADPDFL": None, "Gossip Non-Private": None, **others}
+    for name, acc in accs.items():
+        spec = (ch.t54_spec(cfg, "cifar10", "iid", "DP-FedAvg", fedavg_noise="central") if name == "DP-FedAvg" else
+                ch.t54_spec(cfg, "cifar10", "iid", name.split()[1], "gossip" if "Gossip" in name else "pseudo_central"))
+        runs[spec] = None if acc is None else RunSummary([{"round": 1, "accuracy": acc}], 1, 0.0)
+    res = Results("adpdfl", "full", 0, {})
+    ch._measure(res, cfg, runs, 60)
+    res.evaluate(ch.LEDGER)
+    claim = next(c for c in res.claims if c["key"] == "dp_fedavg_best_cifar10/IID, central noise")
+    assert claim["outcome"] == outcome
+    assert "Gossip ADPDFL: not run" in claim["detail"]
+    if outcome == "not run":
+        assert claim["value"] is None and "not yet ≤ -0.01" in claim["detail"] and "at_most" not in claim
+    else:
+        assert claim["value"] == pytest.approx(fedavg - max(others.values())) and claim["at_most"]
+        assert "so the verdict is decided" in claim["detail"]

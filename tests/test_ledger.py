@@ -137,6 +137,36 @@ def test_a_run_records_samples_only_as_the_values_its_mean_is_made_of():
         res.measure(CLOSE, 0.02, setting="mnist", samples=[0.02])
 
 
+@pytest.mark.parametrize("claim,bound,verdict", [
+    (GT, -0.01, "not reproduced"), (GT, -0.009, "not run"), (GT, 0.05, "not run"), (GT, None, "not run"),
+    (LT, -0.02, "reproduced"), (LT, -0.019, "not run"), (LT, 0.05, "not run"),
+])
+def test_an_upper_bound_decides_a_verdict_only_where_every_value_below_it_gives_that_verdict(claim, bound, verdict):
+    """A value known only as 'at most b' (runs missing that can only lower it): for '>' every value ≤ b fails once b
+    fails; for '<' every value ≤ b passes once b passes; anything else stays not run."""
+    from fedlib.results import Results
+
+    res = Results("adpdfl", "full", seed=0, config={})
+    res.measure(claim, bound, "A: 0.5, B: not run", at_most=True)
+    (entry,) = evaluate([claim], res.measured, "full")
+    assert entry["outcome"] == verdict
+    if verdict == "not run":
+        assert entry["value"] is None and "at_most" not in entry
+    else:
+        assert entry["value"] == bound and entry["at_most"] and "so the verdict is decided" in entry["detail"]
+
+
+def test_an_upper_bound_cannot_decide_a_two_sided_claim():
+    from fedlib.results import Results
+
+    res = Results("adpdfl", "full", seed=0, config={})
+    res.measure(CLOSE, 0.5, setting="mnist", at_most=True)
+    with pytest.raises(ValueError, match="two-sided"):
+        evaluate([CLOSE], res.measured, "full")
+    with pytest.raises(ValueError, match="no per-seed samples"):
+        res.measure(GT, 0.02, samples=[0.01, 0.03], at_most=True)
+
+
 def test_claims_are_validated():
     with pytest.raises(ValueError, match="direction"):
         Claim("x", "p", "e", "m", ">=")

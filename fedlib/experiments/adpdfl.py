@@ -698,18 +698,25 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
         return t54_spec(cfg, ds, part, fw, proto, fedavg)
 
     def measure(claim_id: str, setting: str, value: Callable[[], float] | None, values: dict[str, Spec | None],
-                detail: str = "") -> None:
+                detail: str = "", bound: Callable[[], float | None] | None = None) -> None:
         """Record ``value()`` when every run it reads has a result (and the claim is evaluated in this mode); the
-        detail names those results."""
+        detail names those results. ``bound``: an upper bound of the value from the runs done so far, recorded
+        while some are missing (it decides the verdict only where the missing runs cannot change it)."""
         got = {k: None if s is None else acc(s) for k, s in values.items()}
         ready = all(v is not None for v in got.values()) and value is not None and res.mode in claim[claim_id].modes
+        at_most = not ready and bound is not None and res.mode in claim[claim_id].modes
         text = ", ".join(f"{k}: {'not run' if v is None else f'{v:.4f}'}" for k, v in got.items())
-        res.measure(claim[claim_id], value() if ready else None, "; ".join(t for t in (text, detail) if t),
-                    setting=setting)
+        res.measure(claim[claim_id], value() if ready else bound() if at_most else None,
+                    "; ".join(t for t in (text, detail) if t), setting=setting, at_most=at_most)
 
-    def spread(specs: dict[str, Spec], best: str) -> Callable[[], float]:
-        """acc(best) − the best of the others (">" claims: the named run is the best)."""
-        return lambda: acc(specs[best]) - max(acc(s) for k, s in specs.items() if k != best)
+    def spread(specs: dict[str, Spec], best: str, *, partial: bool = False) -> Callable[[], float | None]:
+        """acc(best) − the best of the others (">" claims: the named run is the best); ``partial``: over the others
+        that have a result, an upper bound (None without acc(best) or any other)."""
+        def value() -> float | None:
+            top, others = acc(specs[best]), [acc(s) for k, s in specs.items() if k != best]
+            others = [a for a in others if a is not None] if partial else others
+            return None if top is None or not others else top - max(others)
+        return value
 
     for ds in ("mnist", "cifar10"):
         sfx = "" if ds == "mnist" else "_cifar10"
@@ -725,7 +732,8 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
                         {"pseudo-central ADPDFL": pc, "DP-FedAvg": fed})
                 others = {"DP-FedAvg": fed, **{f: t54(ds, part, f.split()[1], "gossip" if f.startswith("Gossip")
                                                       else "pseudo_central") for f in FRAMEWORKS[:4]}}
-                measure(f"dp_fedavg_best{sfx}", f"{NAMES[part]}, {text}", spread(others, "DP-FedAvg"), others)
+                measure(f"dp_fedavg_best{sfx}", f"{NAMES[part]}, {text}", spread(others, "DP-FedAvg"), others,
+                        bound=spread(others, "DP-FedAvg", partial=True))
             g, p = t54(ds, part, "ADPDFL", "gossip"), t54(ds, part, "ADPDFL")
             measure(f"pseudo_central_beats_gossip{sfx}", NAMES[part], lambda g=g, p=p: acc(p) - acc(g),
                     {"pseudo-central": p, "gossip": g})
