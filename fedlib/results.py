@@ -132,7 +132,7 @@ class Results:
         if at_most and samples is not None:
             raise ValueError(f"claim {key!r}: a bound (at_most) has no per-seed samples")
         entry = {"value": None if value is None else float(value), "detail": detail}
-        if at_most:
+        if at_most and value is not None:
             entry["at_most"] = True
         if samples is not None and value is not None:
             samples = [float(v) for v in samples]

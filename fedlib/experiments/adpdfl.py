@@ -700,22 +700,36 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
     def measure(claim_id: str, setting: str, value: Callable[[], float] | None, values: dict[str, Spec | None],
                 detail: str = "", bound: Callable[[], float | None] | None = None) -> None:
         """Record ``value()`` when every run it reads has a result (and the claim is evaluated in this mode); the
-        detail names those results. ``bound``: an upper bound of the value from the runs done so far, recorded
-        while some are missing (it decides the verdict only where the missing runs cannot change it)."""
+        detail names those results. ``bound``: in full mode, where units accumulate, an upper bound of the value
+        from the runs done so far, recorded while some are missing (it decides the verdict only where the missing
+        runs cannot change it)."""
         got = {k: None if s is None else acc(s) for k, s in values.items()}
         ready = all(v is not None for v in got.values()) and value is not None and res.mode in claim[claim_id].modes
-        at_most = not ready and bound is not None and res.mode in claim[claim_id].modes
+        at_most = not ready and bound is not None and res.mode == "full" and "full" in claim[claim_id].modes
         text = ", ".join(f"{k}: {'not run' if v is None else f'{v:.4f}'}" for k, v in got.items())
         res.measure(claim[claim_id], value() if ready else bound() if at_most else None,
                     "; ".join(t for t in (text, detail) if t), setting=setting, at_most=at_most)
 
-    def spread(specs: dict[str, Spec], best: str, *, partial: bool = False) -> Callable[[], float | None]:
+    def named_and_rest(specs: dict[str, Spec | None], named: str, partial: bool) -> tuple[float | None, list[float]]:
+        """acc(named) and the accuracies of the other runs (``partial``: only those that have a result)."""
+        accs = [None if s is None else acc(s) for k, s in specs.items() if k != named]
+        return (None if specs[named] is None else acc(specs[named]),
+                [a for a in accs if a is not None] if partial else accs)
+
+    def spread(specs: dict[str, Spec | None], best: str, *, partial: bool = False) -> Callable[[], float | None]:
         """acc(best) − the best of the others (">" claims: the named run is the best); ``partial``: over the others
         that have a result, an upper bound (None without acc(best) or any other)."""
         def value() -> float | None:
-            top, others = acc(specs[best]), [acc(s) for k, s in specs.items() if k != best]
-            others = [a for a in others if a is not None] if partial else others
-            return None if top is None or not others else top - max(others)
+            top, rest = named_and_rest(specs, best, partial)
+            return None if top is None or not rest else top - max(rest)
+        return value
+
+    def lowest(specs: dict[str, Spec | None], worst: str, *, partial: bool = False) -> Callable[[], float | None]:
+        """The worst of the others − acc(worst) (">" claims: the named run is the worst); ``partial``: over the
+        others that have a result, an upper bound (None without acc(worst) or any other)."""
+        def value() -> float | None:
+            low, rest = named_and_rest(specs, worst, partial)
+            return None if low is None or not rest else min(rest) - low
         return value
 
     for ds in ("mnist", "cifar10"):
@@ -790,8 +804,7 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
         if m < 90:
             measure("gossip_best_m_e_50", f"m_tcs = {m}", spread(row, "m_e = 50") if ok else None, row)
         else:
-            measure("gossip_m_e_50_worst_at_90", "", (lambda r=row: min(acc(s) for k, s in r.items() if k != "m_e = 50")
-                                                      - acc(r["m_e = 50"])) if ok else None, row)
+            measure("gossip_m_e_50_worst_at_90", "", lowest(row, "m_e = 50") if ok else None, row)
     t52 = {f"({m}, {e})": s for (m, e), s in gossip("mnist", "non-iid", cfg.t52).items()}
     full_t52 = set(t52) == {f"({m}, {e})" for m, e in T52}
     measure("t52_best_cell", "", spread(t52, "(90, 50)") if full_t52 else None, t52)
@@ -804,13 +817,13 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
     grow = {m: pc[m] for m in ("20", "60") if m in pc}
     dip = {m: pc[m] for m in ("20", "30", "40") if m in pc}
     measure("cifar10_m_tcs_increases", "", (lambda: acc(pc["60"]) - acc(pc["20"])) if len(grow) == 2 else None, grow)
-    measure("cifar10_m_tcs_30_dip", "", (lambda: min(acc(pc["20"]), acc(pc["40"])) - acc(pc["30"]))
-            if len(dip) == 3 else None, dip)
+    measure("cifar10_m_tcs_30_dip", "", lowest(dip, "30") if len(dip) == 3 else None, dip)
     cg = gossip("cifar10", "iid", cfg.cifar_gossip_cells)
     for m, best in ((70, 40), (80, 30)):
         row = {f"m_e = {e}": cg.get((m, e)) for e in (30, 40, 50)}
         measure("cifar10_gossip_best_m_e", f"m_tcs = {m}, m_e = {best}",
-                spread(row, f"m_e = {best}") if all(row.values()) else None, row)
+                spread(row, f"m_e = {best}") if all(row.values()) else None, row,
+                bound=spread(row, f"m_e = {best}", partial=True))
     row = {f"m_e = {e}": cg.get((90, e)) for e in (40, 50)}
     measure("cifar10_gossip_40_close_to_50", "", (lambda: acc(row["m_e = 40"]) - acc(row["m_e = 50"]))
             if all(row.values()) else None, row)
@@ -826,8 +839,8 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
     for e, worst in ((30, 70), (40, 80), (50, 80)):
         col = {f"m_tcs = {m}": t53.get((m, e)) for m in (60, 70, 80, 90)}
         measure("t53_worst_m_tcs", f"m_e = {e}, m_tcs = {worst}",
-                (lambda c=col, w=worst: min(acc(s) for k, s in c.items() if k != f"m_tcs = {w}")
-                 - acc(c[f"m_tcs = {w}"])) if all(col.values()) else None, col)
+                lowest(col, f"m_tcs = {worst}") if all(col.values()) else None, col,
+                bound=lowest(col, f"m_tcs = {worst}", partial=True))
     measure("t53_values", "", (lambda: sum(abs(acc(s) - T53[(s.m_tcs, s.m_e)]) for s in t53.values()) / len(t53))
             if full_t53 else None, named)
     for ds in ("mnist", "cifar10"):
