@@ -28,6 +28,16 @@ paper's own repeats, e.g. FLZ's five seeds), the run records the per-seed values
 decisive only when the one-sided 99 % confidence bound of that mean, mean − t(0.99; n − 1)·sd/√n, clears the
 margin (:func:`clears`): a mean that lands just inside the margin is not a reproduction.
 
+A full-mode value read off one run's test accuracies carries the test set's sampling noise as well: ten thousand
+test images pin an accuracy near 0.25 down to ±0.43 pp (one standard error), and a run that clears a one-point
+margin by 0.01 pp (one image) has not shown the effect. Where the chapter says which test set a value was measured
+on (:meth:`fedlib.results.Results.measure` with ``test_images``), the verdict is decisive only when the value
+clears the margin by :func:`sampling_halfwidth` too (:func:`clears`). For a difference of two models' accuracies on
+the same images that halfwidth is the smallest the paired (McNemar) test allows, whatever the per-image results:
+the units keep accuracies, not per-image predictions, so the check demotes only verdicts that sampling noise alone
+could overturn, and never calls two runs different that a paired test would call the same. Quick mode leaves this
+to the registered seed sweep (its verdicts do not change).
+
 A ``kind="fact"`` entry is bookkeeping that no defect of the implementation could flip (a count, an identity that
 holds by construction): it is shown with its value but not counted as a reproduced claim.
 """
@@ -42,7 +52,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from scipy.special import stdtrit
+from scipy.special import ndtri, stdtrit
 
 VERDICTS = ("reproduced", "not reproduced", "inconclusive")
 NOT_RUN = "not run"
@@ -181,6 +191,13 @@ def evaluate(ledger: Sequence[Claim], measured: dict[str, dict[str, Any]], mode:
             verdict = claim.mode_only(mode, setting) or outcome(claim, value)
             if m.get("at_most") and verdict in (*VERDICTS, NOT_RUN):
                 value, verdict, detail = decided_by_bound(claim, value, detail)
+            sampling = m.get("sampling")
+            if sampling is not None and value is not None and mode == "full" and verdict in VERDICTS[:2]:
+                halfwidth = sampling_halfwidth(value, sampling["test_images"], sampling.get("accuracy"))
+                detail += (f"{'; ' if detail else ''}test-set sampling ({sampling['test_images']:,} images), one-sided "
+                           f"{PREDICTION_LEVEL * 100:.0f} % ±{format_value(halfwidth, claim.unit).lstrip('+')}")
+                if not clears(claim, verdict, value, halfwidth):
+                    verdict = "inconclusive"
             if samples is not None and value is not None and mode == "full":  # quick mode: the sweep's spread
                 halfwidth = confidence_halfwidth(samples)
                 detail += (f"{'; ' if detail else ''}mean of {len(samples)} seeds, one-sided "
@@ -269,6 +286,28 @@ def register(claim: Claim, values: Iterable[float | None], seeds: Sequence[int] 
     if len(samples) > 1 and not clears(claim, first, statistics.fmean(samples), prediction_halfwidth(samples)):
         return Registered("inconclusive", len(values), values, counts)
     return Registered(first, len(values), values, counts)
+
+
+def sampling_halfwidth(value: float, test_images: int, accuracy: float | None = None,
+                       level: float = PREDICTION_LEVEL) -> float:
+    """z(level)·SE: how far test-set sampling alone may move a value measured on ``test_images`` images, one-sided.
+
+    ``accuracy`` None: ``value`` is the difference of two models' accuracies on the same images. Its paired standard
+    error is √((d − value²)/N), d the share of images on which the models disagree; d ≥ |value|, so
+    √((|value| − value²)/N) is the smallest it can be (McNemar's test with every disagreement going one way).
+    ``accuracy`` p: ``value`` is one accuracy p minus a fixed number (the paper's), SE √(p(1 − p)/N).
+    """
+    if isinstance(test_images, bool) or not isinstance(test_images, int) or test_images < 1:
+        raise ValueError(f"test_images must be a positive int, got {test_images!r}")
+    if accuracy is None:
+        if not abs(value) <= 1:
+            raise ValueError(f"a difference of two accuracies lies in [-1, 1], got {value!r}")
+        variance = abs(value) - value * value
+    else:
+        if not 0 <= accuracy <= 1:
+            raise ValueError(f"accuracy must lie in [0, 1], got {accuracy!r}")
+        variance = accuracy * (1 - accuracy)
+    return float(ndtri(level)) * math.sqrt(variance / test_images)
 
 
 def prediction_halfwidth(samples: Sequence[float], level: float = PREDICTION_LEVEL) -> float:

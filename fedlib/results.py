@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fedlib.ledger import Claim, evaluate
+from fedlib.ledger import Claim, evaluate, sampling_halfwidth
 
 CHAPTERS = ("foundations", "dpfl", "fednore", "privacy_eval", "adpdfl", "sifu", "deniability", "flz", "audit")
 #: chapters whose run resumes from per-training-run checkpoints (``--checkpoints``)
@@ -119,13 +119,17 @@ class Results:
         self.tables[table_id] = {"title": title, "rows": clean(rows)}
 
     def measure(self, claim: Claim, value: float | None, detail: str = "", *, setting: str = "",
-                samples: Sequence[float] | None = None, at_most: bool = False) -> None:
+                samples: Sequence[float] | None = None, at_most: bool = False, test_images: int | None = None,
+                accuracy: float | None = None) -> None:
         """Record this run's value of ``claim`` in ``setting`` (None: not run yet) and what it was computed from.
 
         ``samples``: where ``value`` is a mean over seeds, the per-seed values (at least 2, their mean ``value``);
         the verdict then accounts for their spread (:func:`fedlib.ledger.clears`). ``at_most``: ``value`` is only an
         upper bound (some runs it reads are missing); it is recorded where it decides the verdict
-        (:func:`fedlib.ledger.decided_by_bound`), else the claim stays not run."""
+        (:func:`fedlib.ledger.decided_by_bound`), else the claim stays not run. ``test_images``: ``value`` is the
+        difference of two accuracies measured on these N test images, or with ``accuracy`` p one accuracy p minus a
+        fixed number; a full-mode verdict must then clear the margin by the test set's sampling bound too
+        (:func:`fedlib.ledger.sampling_halfwidth`)."""
         key = claim.key(setting)
         if key in self.measured:
             raise ValueError(f"claim {key!r} was measured twice")
@@ -134,6 +138,11 @@ class Results:
         entry = {"value": None if value is None else float(value), "detail": detail}
         if at_most and value is not None:
             entry["at_most"] = True
+        if accuracy is not None and test_images is None:
+            raise ValueError(f"claim {key!r}: accuracy is given, so test_images (the test set's size) must be too")
+        if test_images is not None and value is not None:
+            sampling_halfwidth(value, test_images, accuracy)  # a clear error now, not at evaluation
+            entry["sampling"] = {"test_images": test_images, **({} if accuracy is None else {"accuracy": accuracy})}
         if samples is not None and value is not None:
             samples = [float(v) for v in samples]
             if len(samples) < 2 or not all(math.isfinite(v) for v in samples):

@@ -15,6 +15,7 @@ from fedlib.ledger import (
     outcome,
     prediction_halfwidth,
     register,
+    sampling_halfwidth,
 )
 
 GT = Claim("gt", "A beats B", "Table 1", "acc(A) − acc(B)", ">")
@@ -135,6 +136,54 @@ def test_a_run_records_samples_only_as_the_values_its_mean_is_made_of():
         res.measure(LT, 0.02, samples=[0.01, 0.02])
     with pytest.raises(ValueError, match="at least 2 finite values"):
         res.measure(CLOSE, 0.02, setting="mnist", samples=[0.02])
+
+
+def test_the_sampling_bound_of_one_accuracy_is_the_binomial_standard_error():
+    # 0.9559 on 10,000 images: SE √(0.9559·0.0441/10⁴) = 0.2053 pp; z(0.99) = 2.3263
+    assert sampling_halfwidth(-0.0071, 10_000, 0.9559) == pytest.approx(2.3263 * 0.0020532, rel=1e-4)
+    assert sampling_halfwidth(0.3, 100, 1.0) == 0.0
+
+
+def test_the_sampling_bound_of_a_difference_is_the_smallest_paired_standard_error():
+    # models that disagree on a share d ≥ |v| of the images: SE √((d − v²)/N) is smallest at d = |v|
+    v, n = 0.0101, 10_000
+    assert sampling_halfwidth(v, n) == pytest.approx(2.3263 * math.sqrt((v - v * v) / n), rel=1e-4)
+    assert sampling_halfwidth(-v, n) == sampling_halfwidth(v, n)
+    assert sampling_halfwidth(0.0, n) == 0.0  # identical predictions: nothing to take away
+    assert sampling_halfwidth(v, 100) == pytest.approx(10 * sampling_halfwidth(v, n))
+    for bad, match in (((1.5, n), "lies in"), ((0.1, 0), "positive int"), ((0.1, True), "positive int"),
+                       ((0.1, n, 1.2), "accuracy must lie")):
+        with pytest.raises(ValueError, match=match):
+            sampling_halfwidth(*bad)
+
+
+def test_a_full_verdict_must_clear_the_margin_by_the_test_sets_sampling_bound():
+    from fedlib.results import Results
+
+    def full(claim, value, **kw):
+        res = Results("flz", "full", seed=0, config={})
+        res.measure(claim, value, "d", setting=claim.settings[0], **kw)
+        res.evaluate([claim])
+        return res.claims[0]
+
+    # 1.01 pp over 1 pp (one image of 10,000): reproduced without the bound, inconclusive with it
+    assert full(GT, 0.0101)["outcome"] == "reproduced"
+    entry = full(GT, 0.0101, test_images=10_000)
+    assert entry["outcome"] == "inconclusive" and "test-set sampling (10,000 images)" in entry["detail"]
+    assert full(GT, 0.02, test_images=10_000)["outcome"] == "reproduced"
+    assert full(GT, -0.0105, test_images=10_000)["outcome"] == "inconclusive"
+    assert full(GT, -0.02, test_images=10_000)["outcome"] == "not reproduced"
+    # '≈' against the paper's number: 0.71 pp off at accuracy 0.956 is within 1 pp, but not by 0.48 pp more
+    assert full(CLOSE, -0.0071, test_images=10_000, accuracy=0.9559)["outcome"] == "inconclusive"
+    assert full(CLOSE, -0.004, test_images=10_000, accuracy=0.9559)["outcome"] == "reproduced"
+    # an inconclusive value stays so, without a bound printed; quick mode leaves it to the sweep
+    assert "sampling" not in full(GT, 0.005, test_images=10_000)["detail"]
+    res = Results("flz", "quick", seed=0, config={})
+    res.measure(GT, 0.0101, test_images=10_000)
+    res.evaluate([GT])
+    assert res.claims[0]["outcome"] == "reproduced"
+    with pytest.raises(ValueError, match="test_images"):
+        Results("flz", "full", seed=0, config={}).measure(GT, 0.01, accuracy=0.9)
 
 
 @pytest.mark.parametrize("claim,bound,verdict", [

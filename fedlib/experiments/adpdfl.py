@@ -365,7 +365,8 @@ def run(config: ADPDFLConfig = QUICK, *, mode: str = "quick", seed: int = 0, pro
                                                      + [("dp_fedavg", cfg.fedavg_sigma)], seed=seed)})
     if audit is not None:
         _add_audit(res, cfg, audit["rows"], sigmas, n.get(("mnist", "iid")))
-    _measure(res, cfg, runs, n.get(("mnist", "iid")), calibrated=bool(calibrate))
+    tests = {ds: len(fed.test) for (ds, _), fed in feds.items()}
+    _measure(res, cfg, runs, n.get(("mnist", "iid")), tests, calibrated=bool(calibrate))
     res.evaluate(LEDGER)
     res.elapsed_s = time.perf_counter() - began
     return res
@@ -684,10 +685,11 @@ LEDGER = [
 ]
 
 
-def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None], n: int | None, *,
-             calibrated: bool = False) -> None:
-    """This run's value of every claim of :data:`LEDGER` (None where a run has not run yet); ``calibrated``: B was
-    calibrated on Table 5.4's IID MNIST Fake-cen Non-Private, which then leaves Table 5.4's value claim."""
+def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None], n: int | None,
+             tests: dict[str, int], *, calibrated: bool = False) -> None:
+    """This run's value of every claim of :data:`LEDGER` (None where a run has not run yet); ``tests``: the test
+    images per dataset; ``calibrated``: B was calibrated on Table 5.4's IID MNIST Fake-cen Non-Private, which then
+    leaves Table 5.4's value claim."""
     claim = {c.id: c for c in LEDGER}
     long, short, mt = cfg.long_rounds, cfg.rounds, cfg.t54_m_tcs
 
@@ -698,17 +700,20 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
         return t54_spec(cfg, ds, part, fw, proto, fedavg)
 
     def measure(claim_id: str, setting: str, value: Callable[[], float] | None, values: dict[str, Spec | None],
-                detail: str = "", bound: Callable[[], float | None] | None = None) -> None:
+                detail: str = "", bound: Callable[[], float | None] | None = None, pair: bool = True) -> None:
         """Record ``value()`` when every run it reads has a result (and the claim is evaluated in this mode); the
         detail names those results. ``bound``: in full mode, where units accumulate, an upper bound of the value
         from the runs done so far, recorded while some are missing (it decides the verdict only where the missing
-        runs cannot change it)."""
+        runs cannot change it). ``pair``: the value is one run's test accuracy minus another's (so the test set's
+        sampling bound applies); False for means over several runs or cells."""
         got = {k: None if s is None else acc(s) for k, s in values.items()}
         ready = all(v is not None for v in got.values()) and value is not None and res.mode in claim[claim_id].modes
         at_most = not ready and bound is not None and res.mode == "full" and "full" in claim[claim_id].modes
         text = ", ".join(f"{k}: {'not run' if v is None else f'{v:.4f}'}" for k, v in got.items())
+        ds = next((s.dataset for s in values.values() if s is not None), None)
         res.measure(claim[claim_id], value() if ready else bound() if at_most else None,
-                    "; ".join(t for t in (text, detail) if t), setting=setting, at_most=at_most)
+                    "; ".join(t for t in (text, detail) if t), setting=setting, at_most=at_most,
+                    test_images=tests.get(ds) if pair else None)
 
     def named_and_rest(specs: dict[str, Spec | None], named: str, partial: bool) -> tuple[float | None, list[float]]:
         """acc(named) and the accuracies of the other runs (``partial``: only those that have a result)."""
@@ -765,7 +770,7 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
             paper = T51[ds]
             measure("t51_values", f"{NAMES[ds]}, {NOISE_READINGS[reading]}",
                     lambda b=bounds: sum(abs(acc(s) - paper[s.bound]) for s in b.values()) / len(b) if b else None,
-                    bounds)
+                    bounds, pair=False)
 
     def by(values: Sequence, make: Callable[[object], Spec]) -> dict[str, Spec]:
         return {str(v): make(v) for v in values}
@@ -809,7 +814,7 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
     full_t52 = set(t52) == {f"({m}, {e})" for m, e in T52}
     measure("t52_best_cell", "", spread(t52, "(90, 50)") if full_t52 else None, t52)
     measure("t52_values", "", (lambda: sum(abs(acc(s) - T52[(s.m_tcs, s.m_e)]) for s in t52.values()) / len(t52))
-            if full_t52 else None, t52)
+            if full_t52 else None, t52, pair=False)
 
     # Figs. 5.9-5.12, 5.14 and Table 5.3 (CIFAR-10)
     pc = by(cfg.cifar_m_tcs_iid, lambda m: Spec("cifar10", "iid", "ADPDFL", m_tcs=m, rounds=long))
@@ -835,14 +840,14 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
     full_t53 = set(t53) == set(T53)
     named = {f"({m}, {e})": s for (m, e), s in t53.items()}
     measure("t53_larger_m_e_helps", "", (lambda: sum(acc(t53[(m, 50)]) - acc(t53[(m, 30)]) for m in (60, 70, 80, 90))
-                                         / 4) if full_t53 else None, named)
+                                         / 4) if full_t53 else None, named, pair=False)
     for e, worst in ((30, 70), (40, 80), (50, 80)):
         col = {f"m_tcs = {m}": t53.get((m, e)) for m in (60, 70, 80, 90)}
         measure("t53_worst_m_tcs", f"m_e = {e}, m_tcs = {worst}",
                 lowest(col, f"m_tcs = {worst}") if all(col.values()) else None, col,
                 bound=lowest(col, f"m_tcs = {worst}", partial=True))
     measure("t53_values", "", (lambda: sum(abs(acc(s) - T53[(s.m_tcs, s.m_e)]) for s in t53.values()) / len(t53))
-            if full_t53 else None, named)
+            if full_t53 else None, named, pair=False)
     for ds in ("mnist", "cifar10"):
         for part in ("iid", "non-iid"):
             anchor = "Fake-cen Non-Private" if calibrated and (ds, part) == ("mnist", "iid") else None
@@ -850,7 +855,8 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
                            "gossip" if f.startswith("Gossip") else "pseudo_central") for f in FRAMEWORKS if f != anchor}
             paper = dict(zip(FRAMEWORKS, T54[(ds, part)]))
             measure("t54_values", f"{NAMES[ds]} {NAMES[part]}",
-                    lambda f5=five, p=paper: sum(abs(acc(s) - p[k]) for k, s in f5.items()) / len(f5), five)
+                    lambda f5=five, p=paper: sum(abs(acc(s) - p[k]) for k, s in f5.items()) / len(f5), five,
+                    pair=False)
 
     # Theorem 8's guarantee against the mechanism as run; Theorem 9's trade-off (a fact)
     for proto, setting in (("pseudo_central", "pseudo-central, m_tcs = 70"), ("gossip", "gossip, m_tcs = 70, m_e = 30")):
