@@ -596,7 +596,8 @@ def run(config: PrivacyEvalConfig = QUICK, *, mode: str = "quick", seed: int = 0
     fl = {} if fl_blocked else _fl_metrics(cfg, units, Federated(cfg, se, seed, subset, noise), progress)
     f47 = {} if f47_blocked else _f47(cfg, units, seed, subset, noise, progress)
     tables = _Tables(res, cfg, metrics, mechanism, dimension, fl, f47)
-    _measure(res, tables, tables.build())
+    f47_test = None if f47_blocked else len(load_dataset("cifar10", train=False, subset=subset))
+    _measure(res, tables, tables.build(), f47_test)
     res.evaluate(LEDGER)
     res.elapsed_s = time.perf_counter() - began
     return res
@@ -1069,8 +1070,9 @@ def _mean_abs(pairs: list[tuple[float | None, float | None]]) -> float | None:
     return sum(abs(a - b) for a, b in pairs) / len(pairs)
 
 
-def _measure(res: Results, tab: _Tables, built: dict) -> None:
-    """This run's value of every claim of :data:`LEDGER`."""
+def _measure(res: Results, tab: _Tables, built: dict, f47_test: int | None) -> None:
+    """This run's value of every claim of :data:`LEDGER`; ``f47_test``: Fig. 4.7's test images (for the test set's
+    sampling bound of its accuracy claims)."""
     claim = {c.id: c for c in LEDGER}
     cfg, get = tab.cfg, tab.get
 
@@ -1152,10 +1154,11 @@ def _measure(res: Results, tab: _Tables, built: dict) -> None:
         lo, hi = f47.get((0.1, total, init)), f47.get((10.0, total, init))
         res.measure(claim["f47_larger_c_more_accurate"], _diff(hi, lo),
                     f"final accuracy at σC = {total:g}: C = 0.1: {_fmt(lo, 3)}, C = 10: {_fmt(hi, 3)}",
-                    setting=setting)
+                    setting=setting, test_images=f47_test)
     hi, destroyed = f47.get((10.0, 1.0, "kaiming")), f47.get((10.0, 100.0, "kaiming"))
     res.measure(claim["f47_large_noise_destroys"], _diff(destroyed, hi),
-                f"final accuracy at C = 10: σC = 1: {_fmt(hi, 3)}, σC = 100: {_fmt(destroyed, 3)}")
+                f"final accuracy at C = 10: σC = 1: {_fmt(hi, 3)}, σC = 100: {_fmt(destroyed, 3)}",
+                test_images=f47_test)
 
     eps = built["eps"]
     for setting, one, below in (("the thesis's convention", eps["thesis_1"], eps["thesis_below"]),
@@ -1193,4 +1196,5 @@ def _measure(res: Results, tab: _Tables, built: dict) -> None:
     for c in (0.1, 10.0):
         ours = f47.get((c, 1.0, "kaiming"))
         res.measure(claim["f47_values"], _diff(ours, F47[(c, 1.0)]),
-                    f"final accuracy {_fmt(ours, 3)} (paper {F47[(c, 1.0)]})", setting=f"C = {c:g}")
+                    f"final accuracy {_fmt(ours, 3)} (paper {F47[(c, 1.0)]})", setting=f"C = {c:g}",
+                    test_images=f47_test, accuracy=ours)
