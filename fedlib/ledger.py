@@ -194,8 +194,10 @@ def evaluate(ledger: Sequence[Claim], measured: dict[str, dict[str, Any]], mode:
             sampling = m.get("sampling")
             if sampling is not None and value is not None and mode == "full" and verdict in VERDICTS[:2]:
                 halfwidth = sampling_halfwidth(value, sampling["test_images"], sampling.get("accuracy"))
+                shown = (f"{halfwidth * 100:.2f} pp" if claim.unit == "accuracy" else
+                         format_value(halfwidth, claim.unit).lstrip("+"))
                 detail += (f"{'; ' if detail else ''}test-set sampling ({sampling['test_images']:,} images), one-sided "
-                           f"{PREDICTION_LEVEL * 100:.0f} % ±{format_value(halfwidth, claim.unit).lstrip('+')}")
+                           f"{PREDICTION_LEVEL * 100:.0f} % ±{shown}")
                 if not clears(claim, verdict, value, halfwidth):
                     verdict = "inconclusive"
             if samples is not None and value is not None and mode == "full":  # quick mode: the sweep's spread
