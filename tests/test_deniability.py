@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch import nn
 
+from fedlib import checkpoint as checkpoint_io
 from fedlib.data.datasets import Split
 from fedlib.experiments import deniability as chapter
 from fedlib.fl.batched import PAD, BatchedClients, stack_padded
@@ -317,6 +318,46 @@ def test_an_interrupted_run_resumes_to_the_same_numbers(tmp_path, unlearn):
     whole = go(6)
     assert all(torch.equal(a, b) for a, b in zip(resumed.models, whole.models)) and len(resumed.models) == 6
     assert resumed.clusters == whole.clusters and resumed.served_accuracy == whole.served_accuracy
+    assert [(q.round, q.client, q.rollback, q.replayed_rounds) for q in resumed.requests] == \
+        [(q.round, q.client, q.rollback, q.replayed_rounds) for q in whole.requests]
+
+
+@pytest.mark.parametrize("unlearn", ["retrain", "pod"])
+def test_a_run_stopped_inside_a_replay_resumes_the_replay_where_it_stopped(tmp_path, unlearn):
+    """A request's replay (fedAvg_retrain: every round so far, from w_0) is saved after each replayed round; until
+    2026-12-01 only whole rounds were, and a stop inside a replay lost it (13 minutes of a full-mode unit)."""
+    fed, test, init = make_fed()
+    schedule = {3: 5, 5: 9}  # the last request replays rounds 3-4 (PoD) or 0-4 (retrain)
+    last = max(schedule)
+
+    def go(checkpoint=None, stop_after=None):
+        store = UpdateStore(1)
+        inner = fedavg_round(fed, WORK, store) if unlearn == "retrain" else kip_round(fed, WORK, k=3)
+        calls = []
+
+        def round_fn(t, theta, active):
+            calls.append(t)
+            if stop_after is not None and len(calls) > stop_after:
+                raise KeyboardInterrupt  # the stop
+            return inner(t, theta, active)
+
+        kw = dict(unlearn="retrain") if unlearn == "retrain" else dict(x=3, unlearn="pod")
+        return train_with_requests(fed, round_fn, init, 6, schedule, test, method="m", checkpoint=checkpoint,
+                                   checkpoint_every_s=0.0, **kw), calls
+
+    whole, calls = go()
+    replays = [q.replayed_rounds for q in whole.requests]
+    assert replays[-1] >= 2, "the schedule must replay at least two rounds at its last request"
+    stop = len(calls) - (6 - last) - 1  # inside the last request's replay, after one of its rounds
+    ident = {"hash": "run-1", "description": {"run": 1}}
+    with pytest.raises(KeyboardInterrupt):
+        go((tmp_path / "c.pt", ident), stop_after=stop)
+    saved = checkpoint_io.load(tmp_path / "c.pt", ident)
+    assert saved["round"] == last and saved["replay"]["t0"] == whole.requests[-1].rollback
+    resumed, again = go((tmp_path / "c.pt", ident))
+    assert len(again) == 1 + (6 - last)  # the replay's last round, then the rest: the replay did not start over
+    assert all(torch.equal(a, b) for a, b in zip(resumed.models, whole.models)) and len(resumed.models) == 6
+    assert resumed.accuracy == whole.accuracy and resumed.served_accuracy == whole.served_accuracy
     assert [(q.round, q.client, q.rollback, q.replayed_rounds) for q in resumed.requests] == \
         [(q.round, q.client, q.rollback, q.replayed_rounds) for q in whole.requests]
 

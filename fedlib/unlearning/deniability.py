@@ -344,7 +344,9 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
     the local work and the calibration ratio), then training goes on. ``reference``: models to measure
     ``served_distance`` against. ``checkpoint``: (path, identity) to save the state to after a round once
     ``checkpoint_every_s`` seconds have passed since the last save (FedEraser's state holds every client model of
-    every round), and to resume from (:mod:`fedlib.checkpoint`); the resumed run reaches the same numbers.
+    every round), and to resume from (:mod:`fedlib.checkpoint`); the resumed run reaches the same numbers. A request's
+    replay (up to every round so far, from w_0 for fedAvg_retrain) is saved the same way after each replayed round,
+    and a resumed run goes on with the replay where it stopped.
     """
     if unlearn == "pod" and (x is None or x < 1):
         raise ValueError(f"unlearn='pod' needs x >= 1, got x={x!r}")
@@ -356,6 +358,7 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
     removed: list[int] = []
     first = 0
     state = checkpoint_io.load(*checkpoint) if checkpoint is not None else None
+    replay = None  # a request's replay cut short by a stop: {"t0", "next", "seconds"}
     if state is not None:
         first, theta, active, removed = state["round"], state["theta"], state["active"], state["removed"]
         for name in ("accuracy", "models", "clusters", "spreads", "served_accuracy", "served_distance"):
@@ -363,37 +366,64 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
         run.requests = [Unlearning(r, c, None if t0 < 0 else t0, n, sec) for r, c, t0, n, sec in state["requests"]]
         if federaser is not None:
             federaser[0].rounds[:] = state["store"]
+        replay = state.get("replay")
     bar = range(first, rounds)
     if progress:
         from fedlib.progress import progress_bar
         bar = progress_bar(bar, desc=method, leave=False)
     w0 = init.clone()
     saved = time.perf_counter()
+
+    def save(next_round: int, in_replay: dict | None = None) -> None:
+        """Write the state once ``checkpoint_every_s`` has passed: after round ``next_round`` − 1, or inside the
+        replay of round ``next_round``'s request (``in_replay``; the client is already removed)."""
+        nonlocal saved
+        if checkpoint is None or time.perf_counter() - saved < checkpoint_every_s:
+            return
+        saved = time.perf_counter()
+        checkpoint_io.save(checkpoint[0], checkpoint[1], {
+            "round": next_round, "theta": theta, "active": active, "removed": removed, "accuracy": run.accuracy,
+            "models": run.models, "clusters": run.clusters, "spreads": run.spreads,
+            "served_accuracy": run.served_accuracy, "served_distance": run.served_distance,
+            "requests": [[q.round, q.client, -1 if q.rollback is None else q.rollback, q.replayed_rounds,
+                          q.seconds] for q in run.requests],
+            "store": federaser[0].rounds if federaser is not None else [],
+            **({"replay": in_replay} if in_replay is not None else {})})
+
     for r in bar:
         if r in schedule:
             client = schedule[r]
             began = time.perf_counter()
-            active.remove(client)
-            removed.append(client)
-            t0, replayed = None, 0
-            if unlearn == "pod":
-                run.clusters, t0 = pod_violation(run.clusters, client, x)
-            elif unlearn == "retrain":
-                t0 = 0
+            if replay is not None:  # resumed inside this request's replay: the client is out, t0 is known
+                t0, start, spent = replay["t0"], replay["next"], replay["seconds"]
+                replay = None
+            else:
+                active.remove(client)
+                removed.append(client)
+                t0, spent = None, 0.0
+                if unlearn == "pod":
+                    run.clusters, t0 = pod_violation(run.clusters, client, x)
+                elif unlearn == "retrain":
+                    t0 = 0
+                start = t0
+            replayed = 0
             if unlearn == "federaser":
                 store, work, ratio = federaser
                 theta, replayed, _ = federaser_calibrate(
                     fed, w0, store, removed, steps=work.client_steps(client_sizes(fed.y), ratio),
                     batch_size=work.batch_size, lr=work.lr, momentum=0.0, stream=f"federaser{r}")
             elif t0 is not None:
-                theta = run.models[t0 - 1] if t0 > 0 else w0
-                for t in range(t0, r):
+                if start == t0:
+                    theta = run.models[t0 - 1] if t0 > 0 else w0
+                for t in range(start, r):
                     theta, run.clusters[t], run.spreads[t] = round_fn(t, theta, active)
                     run.models[t] = theta
                     run.accuracy[t] = _accuracy(fed, theta, test)
+                    if t + 1 < r:
+                        save(r, {"t0": t0, "next": t + 1, "seconds": spent + time.perf_counter() - began})
                 replayed = r - t0
             run.requests.append(Unlearning(r, client, t0 if unlearn != "federaser" else 0, replayed,
-                                           time.perf_counter() - began))
+                                           spent + time.perf_counter() - began))
         theta, clusters, spreads = round_fn(r, theta, active)
         run.models.append(theta)
         run.clusters.append(clusters)
@@ -402,15 +432,7 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
         run.served_accuracy.append(run.accuracy[-1])
         if reference is not None:
             run.served_distance.append(_distance(theta, reference[r]))
-        if checkpoint is not None and time.perf_counter() - saved >= checkpoint_every_s:
-            saved = time.perf_counter()
-            checkpoint_io.save(checkpoint[0], checkpoint[1], {
-                "round": r + 1, "theta": theta, "active": active, "removed": removed, "accuracy": run.accuracy,
-                "models": run.models, "clusters": run.clusters, "spreads": run.spreads,
-                "served_accuracy": run.served_accuracy, "served_distance": run.served_distance,
-                "requests": [[q.round, q.client, -1 if q.rollback is None else q.rollback, q.replayed_rounds,
-                              q.seconds] for q in run.requests],
-                "store": federaser[0].rounds if federaser is not None else []})
+        save(r + 1)
     model_bytes = sum(g.numel() * g.element_size() for g in run.models)
     ids = sum(len(c) for cl in run.clusters for c in cl) * 8
     run.stored_bytes = model_bytes + ids + (federaser[0].stored_bytes if federaser is not None else 0)
