@@ -34,9 +34,9 @@ margin by 0.01 pp (one image) has not shown the effect. Where the chapter says w
 on (:meth:`fedlib.results.Results.measure` with ``test_images``), the verdict is decisive only when the value
 clears the margin by :func:`sampling_halfwidth` too (:func:`clears`). For a difference of two models' accuracies on
 the same images that halfwidth is the smallest the paired (McNemar) test allows, whatever the per-image results:
-the units keep accuracies, not per-image predictions, so the check demotes only verdicts that sampling noise alone
-could overturn, and never calls two runs different that a paired test would call the same. Quick mode leaves this
-to the registered seed sweep (its verdicts do not change).
+the units keep accuracies, not per-image predictions, so the check is lenient. It demotes only verdicts that
+sampling noise could overturn whatever the per-image results were; a verdict it keeps may still lie within the noise
+of a paired test that knew them. Quick mode leaves this to the registered seed sweep (its verdicts do not change).
 
 A ``kind="fact"`` entry is bookkeeping that no defect of the implementation could flip (a count, an identity that
 holds by construction): it is shown with its value but not counted as a reproduced claim.
