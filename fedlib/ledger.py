@@ -297,7 +297,9 @@ def sampling_halfwidth(value: float, test_images: int, accuracy: float | None = 
     ``accuracy`` None: ``value`` is the difference of two models' accuracies on the same images. Its paired standard
     error is √((d − value²)/N), d the share of images on which the models disagree; d ≥ |value|, so
     √((|value| − value²)/N) is the smallest it can be (McNemar's test with every disagreement going one way).
-    ``accuracy`` p: ``value`` is one accuracy p minus a fixed number (the paper's), SE √(p(1 − p)/N).
+    ``accuracy`` p: ``value`` is one accuracy p minus a fixed number (the paper's), SE √(p(1 − p)/N). Each
+    accuracy must be one model's (every image right or wrong; a best-of-rounds or best-of-models value qualifies, as
+    one model's): a mean over several models' accuracies has no such floor.
     """
     if isinstance(test_images, bool) or not isinstance(test_images, int) or test_images < 1:
         raise ValueError(f"test_images must be a positive int, got {test_images!r}")
