@@ -137,3 +137,24 @@ def test_panels_fit_the_column_and_keep_the_axes_shape_of_subplots():
     res = Results("privacy_eval", "quick", 0, {})
     res.add_images("a", np.random.rand(10, 3, 8, 8))
     assert image_grid(res, ["a"], columns=10).get_figwidth() <= COLUMN_IN + 1e-9  # 10 images still fit the column
+
+
+@pytest.mark.parametrize("chapter", ["foundations", "dpfl", "fednore", "privacy_eval", "adpdfl", "sifu",
+                                     "deniability", "flz", "audit"])
+def test_committed_full_verdicts_are_the_current_rules_applied_to_their_measured_values(chapter):
+    """A committed full run's verdicts must be what today's ledger gives its own measured values: a unit process
+    that loaded older code (on 2026-12-01 one without the test-set sampling bound) rewrites the chapter's file with
+    the old rules, and only re-assembling (`python -m fedlib run CHAPTER --mode full --units 0`) mends it."""
+    from pathlib import Path
+
+    from fedlib.experiments import chapter_module
+    from fedlib.ledger import evaluate
+
+    path = Path(__file__).resolve().parents[1] / "results" / "full" / f"{chapter}.json"
+    if not path.exists():
+        pytest.skip(f"no committed full run of {chapter}")
+    committed = json.loads(path.read_text())
+    fresh = evaluate(chapter_module(chapter).LEDGER, committed["measured"], "full")
+    stale = [(c["key"], c["outcome"], f["outcome"]) for c, f in zip(committed["claims"], fresh)
+             if (c["key"], c["outcome"]) != (f["key"], f["outcome"])]
+    assert not stale, f"{chapter}: re-assemble it; committed vs current rules: {stale[:5]}"
