@@ -267,6 +267,58 @@ def test_batched_clients_refuse_what_they_cannot_train(small_fed):
         run_federated(mlp(), train, clients, test, cfg(), prox, client_batch=2)
 
 
+def test_default_client_batch_batches_only_on_a_gpu_what_the_batched_trainer_can_train():
+    from fedlib.fl.engine import default_client_batch
+    from fedlib.models import build_model
+
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")  # only compared, never allocated on
+    prox = Algorithm(penalty=lambda p, a, n: sum((x - y).pow(2).sum() for x, y in zip(p, a)))
+    cnn = build_model("cnn_mnist", generator=make_generator(0))
+    frozen = mlp()
+    frozen[-1].bias.requires_grad_(False)
+    assert default_client_batch(mlp(), Algorithm(), cfg(clients_per_round=7), cuda) == 7
+    assert default_client_batch(mlp(), Algorithm(), cfg(clients_per_round=7), cpu) == 1
+    assert default_client_batch(mlp(), prox, cfg(clients_per_round=7), cuda) == 1
+    assert default_client_batch(mlp(), Algorithm(loss=lambda z, y, n: z.sum()), cfg(), cuda) == 1
+    assert default_client_batch(cnn, Algorithm(), cfg(), cuda) == 1
+    assert default_client_batch(frozen, Algorithm(), cfg(), cuda) == 1
+
+
+def test_an_explicit_cpu_device_is_the_default_run_and_results_are_cpu_tensors(small_fed):
+    algo = lambda: Algorithm(transforms=[MedianClip(), GaussianNoise(0.5)])  # noqa: E731
+    a = run(small_fed, cfg(), algo(), history="updates")
+    b = run(small_fed, cfg(), algo(), history="updates", device="cpu")
+    assert torch.equal(a.params, b.params) and a.metrics == b.metrics
+    assert a.params.device.type == "cpu" and all(m.device.type == "cpu" for m in b.history.models)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/device_units.sh runs it there)")
+@pytest.mark.parametrize("case", ["mlp batched", "mlp one at a time", "cnn", "cnn with a penalty"])
+def test_runs_on_cuda_agree_with_the_cpu(small_fed, tmp_path, case):
+    """Clients train on the GPU, the server side (noise, clipping, aggregation) stays on the CPU: the same clients
+    and noise, final models equal to float32 rounding; the caller's model stays on the CPU; a GPU checkpoint
+    resumes a run on the CPU."""
+    from fedlib.models import build_model
+
+    train, clients, test = small_fed
+    net = (lambda: build_model("cnn_mnist", generator=make_generator(0))) if "cnn" in case else mlp
+    prox = (lambda p, a, n: 0.1 * sum((x - y).pow(2).sum() for x, y in zip(p, a))) if "penalty" in case else None
+    algo = lambda: Algorithm(transforms=[MedianClip(), GaussianNoise(0.5)], penalty=prox)  # noqa: E731
+    batch = 1 if case == "mlp one at a time" else None
+    cpu = run_federated(net(), train, clients, test, cfg(), algo(), history="updates")
+    model = net()
+    gpu = run_federated(model, train, clients, test, cfg(), algo(), history="updates", device="cuda",
+                        client_batch=batch, checkpoint=tmp_path / "run.pt")
+    assert next(model.parameters()).device.type == "cpu" and gpu.params.device.type == "cpu"
+    assert torch.allclose(gpu.params, cpu.params, atol=1e-4)
+    assert gpu.history.participants == cpu.history.participants
+    for a, b in zip(gpu.metrics, cpu.metrics):
+        assert a["accuracy"] == pytest.approx(b["accuracy"], abs=0.02)
+    resumed = run_federated(net(), train, clients, test, cfg(), algo(), history="updates",
+                            checkpoint=tmp_path / "run.pt")
+    assert torch.equal(resumed.params, gpu.params)
+
+
 def test_divergence_check_sees_every_non_finite_entry():
     from fedlib.fl.engine import _all_finite
 

@@ -245,7 +245,8 @@ def train_one(spec: Spec, cfg: ADPDFLConfig, fed: Federation, seed: int, *, chec
         fl = FLConfig(rounds=spec.rounds, clients_per_round=spec.m_tcs, local=cfg.local, lr=cfg.lr,
                       weighting="uniform", seed=seed)
         out = run_federated(model, fed.train, fed.clients, fed.test, fl,
-                            dp_fedavg(spec.bound, sigma, spec.fedavg_noise), checkpoint=ckpt, progress=progress)
+                            dp_fedavg(spec.bound, sigma, spec.fedavg_noise), checkpoint=ckpt, progress=progress,
+                            device=device())
         return out.summary(**{f"accuracy_{k}": float(evaluate_many(model, out.params[None], fed.test.x[m],
                                                                    fed.test.y[m])[0]) for k, m in subsets.items()})
     dc = DecentralizedConfig(spec.protocol, spec.rounds, spec.m_tcs, spec.m_e, cfg.local, cfg.lr,

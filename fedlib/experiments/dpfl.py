@@ -37,6 +37,7 @@ from fedlib.experiments.audit import add_audit_as_run
 from fedlib.experiments.common import (
     Federation,
     checkpoint_path,
+    device,
     first_round_updates,
     fresh_model,
     make_federation,
@@ -309,7 +310,7 @@ class _Runs:
 
         def compute() -> RunSummary:
             out = run_federated(fresh_model(cfg.model, self.seed), self.fed.train, self.fed.clients, self.fed.test,
-                                fl, algorithm(), progress=self.progress, checkpoint=ckpt)
+                                fl, algorithm(), progress=self.progress, checkpoint=ckpt, device=device())
             if ckpt is not None and self.units.folder is not None:
                 ckpt.unlink(missing_ok=True)  # the unit file keeps the result
             return out.summary()

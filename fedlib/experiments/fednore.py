@@ -42,7 +42,7 @@ from fedlib.algorithms.fednore import (
 )
 from fedlib.data.datasets import blocking_errors, pixel_source
 from fedlib.experiments.audit import add_audit_as_run
-from fedlib.experiments.common import Federation, checkpoint_path, fresh_model, make_federation, \
+from fedlib.experiments.common import Federation, checkpoint_path, device, fresh_model, make_federation, \
     one_sample_neighbours, train_unit
 from fedlib.experiments.dpfl import replacements
 from fedlib.fl import Algorithm, FLConfig, LocalSGD, LocalTrainer, RunSummary, evaluate, get_flat, layer_slices, \
@@ -312,7 +312,7 @@ class _Track:
 
         def compute() -> RunSummary:
             out = run_federated(model, fed.train, fed.clients, fed.test, fl, v.algorithm(self.delta, self.defect),
-                                progress=self.progress, checkpoint=ckpt)
+                                progress=self.progress, checkpoint=ckpt, device=device())
             extra = {}
             if self.exact is not None:
                 extra["exact_accuracy"] = evaluate(model, out.params, fed.test.x[self.exact], fed.test.y[self.exact])[0]

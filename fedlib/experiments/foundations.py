@@ -13,7 +13,7 @@ import torch
 
 from fedlib.algorithms.dpfl import moments_budget, rounds_within_budget
 from fedlib.experiments.audit import add_audit_table, chapter_audit
-from fedlib.experiments.common import first_round_updates, fresh_model, make_federation, train_unit
+from fedlib.experiments.common import device, first_round_updates, fresh_model, make_federation, train_unit
 from fedlib.fl import Algorithm, CentralGaussian, ClipUpdate, FLConfig, GaussianNoise, LocalSGD, run_federated
 from fedlib.ledger import Claim
 from fedlib.privacy import (
@@ -135,7 +135,7 @@ def _train(units: Units, unit_id: str, cfg: FoundationsConfig, fed, fl: FLConfig
     """One training run of the chapter as a unit."""
     return train_unit(units, unit_id, {**spec, "fl": fl, "algorithm": algorithm, "model": cfg.model},
                       lambda: run_federated(fresh_model(cfg.model, seed), fed.train, fed.clients, fed.test, fl,
-                                            algorithm, progress=progress).summary())
+                                            algorithm, progress=progress, device=device()).summary())
 
 
 def run(config: FoundationsConfig = QUICK, *, mode: str = "quick", seed: int = 0, progress: bool = False,

@@ -691,7 +691,7 @@ class Federated:
             start = get_flat(model).clone()
             sigma = sigma_at(cfg.t44_total_noise, bound) * self.se.scale * self.noise
             trace = run_federated(model, train, list(idx), None, fl_cfg, udp_fl(bound, sigma),
-                                  history="updates").history
+                                  history="updates", device=device()).history
             update, _ = LocalTrainer(model).train(start, train.x, train.y, idx[0], lr=cfg.fl_lr, opt=local,
                                                   generator=make_generator(self.seed, "fl-update-norm"))
             self._runs[bound] = {"weights": [as_dict(model, w) for w in trace.models[:cfg.rounds]],
@@ -753,7 +753,8 @@ def _f47(cfg: PrivacyEvalConfig, units: Units, seed: int, subset: str, noise: fl
             model = fresh_model("cnn6", seed)
             if init == "kaiming":
                 kaiming_init(model, make_generator(seed, "init", "cnn6-kaiming"))
-            result = run_federated(model, train, clients, test, fl_cfg, udp_fl(c, sigma), progress=progress)
+            result = run_federated(model, train, clients, test, fl_cfg, udp_fl(c, sigma), progress=progress,
+                                   device=device())
             set_flat(model, result.params)
             with torch.no_grad():
                 pred = model.eval()(test.x[exact]).argmax(1)

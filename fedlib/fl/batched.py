@@ -306,27 +306,29 @@ class BatchedLocalTrainer:
         """Local SGD of client i from flat ``start`` on ``x[indices[i]], y[indices[i]]`` with ``generators[i]``.
 
         Returns:
-            Per client, the update ∇W_i = W^t − W_i (flat) and the mean training loss of its last epoch.
+            Per client, the update ∇W_i = W^t − W_i (flat, on ``start``'s device; training runs on ``x``'s) and
+            the mean training loss of its last epoch.
         """
         m, n = len(indices), len(indices[0])
         if any(len(ix) != n for ix in indices) or len(generators) != m:
             raise ValueError(f"need {m} clients of equal size and one generator each; got sizes "
                              f"{sorted({len(ix) for ix in indices})} and {len(generators)} generators")
+        base = start.to(x.device)
         layers = [part.reshape(1, *shape).repeat(m, *(1,) * len(shape))
-                  for part, shape in zip(torch.split(start, self.sizes), self.shapes)]
+                  for part, shape in zip(torch.split(base, self.sizes), self.shapes)]
         bufs = [torch.zeros_like(p) for p in layers] if opt.momentum > 0 else None
         steps = math.ceil(n / opt.batch_size)
-        last = torch.zeros(m, device=start.device)
+        last = torch.zeros(m, device=x.device)
         for _ in range(opt.epochs):
             order = torch.stack([ix[torch.randperm(n, generator=g)] for ix, g in zip(indices, generators)])
             flat = order.reshape(-1).to(x.device)
             xs, ys = x.index_select(0, flat).reshape(m, n, -1), y.index_select(0, flat).reshape(m, n)  # one gather
-            total = torch.zeros(m, device=start.device)
+            total = torch.zeros(m, device=x.device)
             for s in range(steps):
                 batch = slice(s * opt.batch_size, (s + 1) * opt.batch_size)
                 grads, losses = batched_mlp_grads(layers[0::2], layers[1::2], xs[:, batch], ys[:, batch])
                 sgd_step_(layers, grads, bufs, opt, lr)
                 total += losses
             last = total / steps
-        updates = start - torch.cat([p.reshape(m, -1) for p in layers], dim=1)
-        return [(updates[i], float(last[i])) for i in range(m)]
+        updates = (base - torch.cat([p.reshape(m, -1) for p in layers], dim=1)).to(start.device)
+        return list(zip(updates, last.tolist()))

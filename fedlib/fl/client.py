@@ -111,7 +111,8 @@ class LocalTrainer:
         """Run local SGD from flat parameters ``start`` on samples ``x[indices], y[indices]``.
 
         Returns:
-            The update ∇W_i = W^t − W_i (flat) and the mean training loss of the last epoch.
+            The update ∇W_i = W^t − W_i (flat, on ``start``'s device; training runs on the model's) and the mean
+            training loss of the last epoch.
         """
         set_flat(self.model, start)
         self.model.train()
@@ -132,7 +133,7 @@ class LocalTrainer:
                     sgd_step_(params, grads, bufs, opt, lr)
                 total += loss
             last_loss = float(total) / steps
-        return start - get_flat(self.model), last_loss
+        return start - get_flat(self.model).to(start.device), last_loss
 
 
 @torch.no_grad()

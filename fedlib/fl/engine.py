@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from fedlib import checkpoint as checkpoint_io
 from fedlib.data.datasets import Split
 from fedlib.fl.aggregators import Aggregator, WeightedMean
+from fedlib.fl.backprop import mlp_linears
 from fedlib.fl.batched import BatchedLocalTrainer
 from fedlib.fl.client import LocalSGD, LocalTrainer, Loss, Penalty, evaluate
 from fedlib.fl.component import Component, RoundContext
@@ -329,6 +330,16 @@ def _identity(config: FLConfig, algorithm: Algorithm, model: nn.Module, init: Te
         test=None if test is None else checkpoint_io.data_digest(test.x, test.y), history=history)
 
 
+def default_client_batch(model: nn.Module, algorithm: Algorithm, config: FLConfig, device: torch.device) -> int:
+    """``run_federated``'s default ``client_batch``: 1 on the CPU (there batching pays only for many tiny clients);
+    on a GPU all of a round's clients where :class:`~fedlib.fl.batched.BatchedLocalTrainer` applies (an MLP with
+    the default loss and no penalty), else 1."""
+    if device.type == "cpu" or algorithm.loss is not None or algorithm.penalty is not None:
+        return 1
+    batchable = mlp_linears(model) is not None and all(p.requires_grad for p in model.parameters())
+    return config.clients_per_round if batchable else 1
+
+
 def _all_finite(x: Tensor) -> bool:
     """Whether every entry is finite: min and max are (NaN propagates through both); 20x faster than
     ``isfinite(x).all()`` on a round's uploads."""
@@ -350,17 +361,35 @@ def _history_from(state: dict | None) -> History | None:
                    state["keep_updates"])
 
 
+def _on_device(model: nn.Module, train: Split, test: Split | None, device: torch.device
+               ) -> tuple[nn.Module, Split, Split | None]:
+    """The working model and the data on ``device``: the caller's model and splits where they already are there,
+    otherwise copies (the caller's model stays where it was)."""
+    if next(model.parameters()).device != device:
+        model = copy.deepcopy(model).to(device)
+
+    def moved(split: Split) -> Split:
+        return split if split.x.device == device else dataclasses.replace(split, x=split.x.to(device),
+                                                                          y=split.y.to(device))
+    return model, moved(train), None if test is None else moved(test)
+
+
 def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], test: Split | None,
                   config: FLConfig, algorithm: Algorithm | None = None, *, init: Tensor | None = None,
                   history: Literal["none", "models", "updates"] = "none",
                   checkpoint: str | Path | None = None, checkpoint_every: int = 1, progress: bool = False,
                   callback: Callable[[int, dict[str, float]], None] | None = None,
-                  workers: int | None = None, client_batch: int = 1) -> RunResult:
+                  workers: int | None = None, client_batch: int | None = None,
+                  device: str | torch.device | None = None) -> RunResult:
     """Run federated training.
+
+    Client training and evaluation run on ``device``; the server side (client transforms such as clipping and
+    noise, aggregation, accounting) runs on the CPU, so the noise a run draws is the same on every device and the
+    returned parameters, history and checkpoints are CPU tensors.
 
     Args:
         model: the network; its current parameters are W^0 unless ``init`` is given. It is used as
-            the one persistent working model for all clients.
+            the one persistent working model for all clients (a copy of it on ``device`` when it lies elsewhere).
         train: training samples; ``clients[i]`` are client i's indices into it.
         clients: the partition (see :mod:`fedlib.data.partition`).
         test: evaluation split (None: no evaluation).
@@ -378,11 +407,17 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
         workers: clients trained in parallel (threads, one torch thread each); default: torch's thread
             count. The numbers do not depend on it.
         client_batch: clients trained together, one batched matrix product per layer (MLPs with the default
-            loss): 1 (default) trains one client at a time; k > 1 trains up to k clients of equal sample count at
+            loss): 1 trains one client at a time; k > 1 trains up to k clients of equal sample count at
             once, 1.2-1.4x faster on a 2-core CPU at k = 5 (benchmarks/fl_round.py). Results then agree with
             k = 1 up to float32 rounding, not bitwise (other summation order), and do not depend on ``workers``.
+            None (default): 1 on the CPU; on a GPU all of a round's clients where the model and loss allow it
+            (:func:`default_client_batch`).
+        device: where clients train and the global model is evaluated (default: the CPU). On a GPU the clients
+            train one job at a time (``workers`` is ignored); the numbers agree with the CPU's up to float32
+            rounding, not bitwise.
     """
     algorithm = algorithm or Algorithm()
+    device = torch.device(device or "cpu")
     num_clients = len(clients)
     if config.clients_per_round > num_clients:
         raise ValueError(f"clients_per_round ({config.clients_per_round}) exceeds the number of clients "
@@ -397,17 +432,21 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
     workers = torch.get_num_threads() if workers is None else workers
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive int, got {workers!r}")
+    if client_batch is None:
+        client_batch = default_client_batch(model, algorithm, config, device)
     if isinstance(client_batch, bool) or not isinstance(client_batch, int) or client_batch < 1:
-        raise ValueError(f"client_batch must be a positive int, got {client_batch!r}")
-    pool = _ClientPool(model, algorithm, min(workers, config.clients_per_round), client_batch)
+        raise ValueError(f"client_batch must be a positive int or None, got {client_batch!r}")
     slices = layer_slices(model)
-    params = (init if init is not None else get_flat(model)).detach().clone()
+    params = (init if init is not None else get_flat(model)).detach().cpu().clone()
     sizes = torch.tensor([len(c) for c in clients], dtype=torch.float64)
     record = History(keep_updates=history == "updates") if history != "none" else None
     metrics: list[dict[str, float]] = []
     start_round = 0
     ckpt_path = Path(checkpoint) if checkpoint is not None else None
     ident = _identity(config, algorithm, model, params, train, clients, test, history) if ckpt_path else None
+    model, train, test = _on_device(model, train, test, device)
+    pool = _ClientPool(model, algorithm, 1 if device.type != "cpu" else min(workers, config.clients_per_round),
+                       client_batch)
     state = checkpoint_io.load(ckpt_path, ident) if ckpt_path is not None else None
     if state is not None:
         params, metrics, start_round = state["params"], state["metrics"], state["round"]
