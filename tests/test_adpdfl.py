@@ -200,6 +200,29 @@ def test_check7_sync_pseudo_central_without_noise_is_fedavg_with_uniform_samplin
     assert all(a != b for a, b in zip(leaders, leaders[1:]))
 
 
+@pytest.mark.parametrize("protocol", ["pseudo_central", "gossip"])
+def test_evaluating_every_k_rounds_changes_no_model_and_keeps_round_t(small_fed, protocol):
+    train, clients, test = small_fed
+    cfg = dcfg(protocol=protocol, exchange=2 if protocol == "gossip" else None, rounds=5, bound=1.0, sigma=0.5)
+    every = run_decentralized(mlp(), train, clients, test, cfg)
+    sparse = run_decentralized(mlp(), train, clients, test, cfg, eval_every=2)
+    assert torch.equal(sparse.models, every.models) and torch.equal(sparse.leader_model, every.leader_model)
+    assert [m["round"] for m in sparse.metrics] == [1, 2, 3, 4, 5] and sparse.rounds_completed == 5
+    assert sparse.series() == ([2, 4, 5], [every.metrics[r - 1]["accuracy"] for r in (2, 4, 5)])
+    assert sparse.final_accuracy == every.final_accuracy
+    assert "accuracy" not in sparse.metrics[0] and sparse.summary().best_accuracy <= every.summary().best_accuracy
+    if protocol == "pseudo_central":
+        assert [m["leader"] for m in sparse.metrics] == [m["leader"] for m in every.metrics]
+
+
+def test_eval_every_is_checked(small_fed):
+    train, clients, test = small_fed
+    with pytest.raises(ValueError, match="eval_every must be a positive int, got 0"):
+        run_decentralized(mlp(), train, clients, test, dcfg(), eval_every=0)
+    with pytest.raises(ValueError, match="needs max_rounds_per_client unset"):
+        run_decentralized(mlp(), train, clients, test, dcfg(max_rounds_per_client=2), eval_every=2)
+
+
 def test_check6_gossip_update_and_untouched_dcs(small_fed):
     train, clients, test = small_fed
     one = run_decentralized(mlp(), train, clients, test, dcfg(protocol="gossip", exchange=2, rounds=1))

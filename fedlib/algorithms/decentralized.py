@@ -112,7 +112,8 @@ class DecentralizedResult:
         return self.metrics[-1]["accuracy"] if self.metrics else float("nan")
 
     def series(self, key: str = "accuracy") -> tuple[list[int], list[float]]:
-        return [int(m["round"]) for m in self.metrics], [float(m[key]) for m in self.metrics]
+        rows = [m for m in self.metrics if key in m]
+        return [int(m["round"]) for m in rows], [float(m[key]) for m in rows]
 
     def summary(self, **extra: float) -> RunSummary:
         """The run without its models (what a full-mode unit keeps), with ``extra`` numbers of the final models."""
@@ -204,7 +205,8 @@ def _identity(config: DecentralizedConfig, model: nn.Module, init: Tensor, train
 def run_decentralized(model: nn.Module, train: Split, clients: Sequence[Tensor], test: Split,
                       config: DecentralizedConfig, *, init: Tensor | None = None, checkpoint: str | Path | None = None,
                       progress: bool = False, device: str | torch.device | None = None,
-                      test_subsets: Mapping[str, Tensor] | None = None) -> DecentralizedResult:
+                      test_subsets: Mapping[str, Tensor] | None = None, eval_every: int = 1
+                      ) -> DecentralizedResult:
     """Run ADPDFL FL-TRAINING (Alg. 5.1) with GOSSIPCOMM or FAKECENCOMM (Alg. 5.2).
 
     Args:
@@ -218,9 +220,18 @@ def run_decentralized(model: nn.Module, train: Split, clients: Sequence[Tensor],
             the sampled clients, graphs, leaders and batches do not depend on it.
         test_subsets: name -> boolean mask over ``test``: the §5.4.1 metric is also recorded on each subset
             (``accuracy_<name>``; e.g. CIFAR-10's test images with exact pixels), at no extra model evaluation.
+        eval_every: compute the §5.4.1 metric every this many rounds and after round T (the other rounds' rows
+            hold the round and leader only). Evaluation changes no model, so the evaluated rounds' numbers do not
+            depend on it; it is most of a CIFAR-10 round's time on a CPU (every training DC's model on 10,000
+            images). Needs ``max_rounds_per_client`` unset, so that round T is the last.
     """
     cfg = config
     num_clients = len(clients)
+    if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 1:
+        raise ValueError(f"eval_every must be a positive int, got {eval_every!r}")
+    if eval_every > 1 and cfg.max_rounds_per_client is not None:
+        raise ValueError(f"eval_every = {eval_every} needs max_rounds_per_client unset (training may stop before "
+                         f"round T, which would then go unevaluated); got {cfg.max_rounds_per_client}")
     if cfg.training_clients > num_clients:
         raise ValueError(f"training_clients ({cfg.training_clients}) exceeds the number of DCs ({num_clients})")
     if any(len(c) == 0 for c in clients):
@@ -256,7 +267,8 @@ def run_decentralized(model: nn.Module, train: Split, clients: Sequence[Tensor],
         picks = sample_clients(len(eligible), cfg.training_clients, make_generator(cfg.seed, "sample", t))
         chosen = tuple(eligible[i] for i in picks)
         state["counts"][list(chosen)] += 1
-        _round(t, chosen, state, cfg, trainer, x, y, clients, tx, ty,
+        evaluate = (t + 1) % eval_every == 0 or t + 1 == cfg.rounds
+        _round(t, chosen, state, cfg, trainer, x, y, clients, (tx, ty) if evaluate else None,
                {k: v.to(device) for k, v in subsets.items()})
         if path is not None:
             checkpoint_io.save(path, ident, state)
@@ -265,9 +277,10 @@ def run_decentralized(model: nn.Module, train: Split, clients: Sequence[Tensor],
 
 
 def _round(t: int, chosen: tuple[int, ...], state: dict, cfg: DecentralizedConfig, trainer: LocalTrainer,
-           x: Tensor, y: Tensor, clients: Sequence[Tensor], tx: Tensor, ty: Tensor, subsets: dict[str, Tensor]
-           ) -> None:
-    """One round of Alg. 5.1 step 3 on ``state`` (models, leader model, previous leader, metrics)."""
+           x: Tensor, y: Tensor, clients: Sequence[Tensor], test: tuple[Tensor, Tensor] | None,
+           subsets: dict[str, Tensor]) -> None:
+    """One round of Alg. 5.1 step 3 on ``state`` (models, leader model, previous leader, metrics), evaluated on
+    ``test`` (None: not evaluated this round)."""
     models = state["models"]
     starts = (state["leader_model"].expand(len(chosen), -1) if cfg.protocol == "pseudo_central" and cfg.sync
               else models[list(chosen)])
@@ -301,11 +314,12 @@ def _round(t: int, chosen: tuple[int, ...], state: dict, cfg: DecentralizedConfi
         state["leader_model"], state["leader"] = new, leader
         after = new[None]
         row["leader"] = leader
-    correct = torch.cat([correct_many(trainer.model, local, tx, ty), correct_many(trainer.model, after, tx, ty)])
-    acc = _accuracy(correct)
-    acc_local, acc_after = acc[:len(local)], acc[len(local):]
-    row.update(accuracy=float(acc.max()), mean_after=float(acc_after.mean()), mean_local=float(acc_local.mean()))
-    for name, mask in subsets.items():
-        row[f"accuracy_{name}"] = float(_accuracy(correct[:, mask]).max())
+    if test is not None:
+        correct = torch.cat([correct_many(trainer.model, local, *test), correct_many(trainer.model, after, *test)])
+        acc = _accuracy(correct)
+        acc_local, acc_after = acc[:len(local)], acc[len(local):]
+        row.update(accuracy=float(acc.max()), mean_after=float(acc_after.mean()), mean_local=float(acc_local.mean()))
+        for name, mask in subsets.items():
+            row[f"accuracy_{name}"] = float(_accuracy(correct[:, mask]).max())
     state["metrics"].append(row)
     state["round"] = t + 1

@@ -133,7 +133,7 @@ class _Metrics:
 
     @property
     def best_accuracy(self) -> float:
-        return max((m["accuracy"] for m in self.metrics), default=float("nan"))
+        return max((m["accuracy"] for m in self.metrics if "accuracy" in m), default=float("nan"))
 
     def series(self, key: str) -> tuple[list[int], list[float]]:
         """(rounds, values) of one metric, for plotting."""
