@@ -215,6 +215,17 @@ def test_evaluating_every_k_rounds_changes_no_model_and_keeps_round_t(small_fed,
         assert [m["leader"] for m in sparse.metrics] == [m["leader"] for m in every.metrics]
 
 
+def test_channels_last_dcs_train_a_cnn_to_the_same_models_up_to_rounding(small_fed):
+    from fedlib.models import build_model
+
+    train, clients, test = small_fed
+    cnn = lambda: build_model("cnn_mnist", generator=make_generator(0))  # noqa: E731
+    cfg = dcfg(protocol="gossip", exchange=2, rounds=2, bound=1.0, sigma=0.5)
+    nchw = run_decentralized(cnn(), train, clients, test, cfg)
+    nhwc = run_decentralized(cnn(), train, clients, test, cfg, channels_last=True)
+    assert not torch.equal(nhwc.models, nchw.models) and torch.allclose(nhwc.models, nchw.models, atol=1e-5)
+
+
 def test_eval_every_is_checked(small_fed):
     train, clients, test = small_fed
     with pytest.raises(ValueError, match="eval_every must be a positive int, got 0"):

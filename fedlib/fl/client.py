@@ -78,9 +78,19 @@ class LocalTrainer:
     MLPs trained on the default cross-entropy, with no penalty or one that writes out its gradient
     (``value_and_gradient``), use the explicit back-propagation of thesis eqs. 2.6-2.10 (:mod:`fedlib.fl.backprop`);
     everything else uses autograd.
+
+    ``channels_last``: a network with 2-d convolutions stores its weights and each epoch's batches channels-last
+    (the model is converted in place). On a CPU that trains the chapters' CNNs 1.2-1.5x faster (cnn_mnist at
+    B = 10 1.38x, cnn_adpdfl at B = 20 1.20x, lenet5 at B = 128 1.25x; medians of 6, one thread beside two busy
+    processes, 2026-12-01), with other convolution kernels: the numbers agree with the default layout to float32
+    rounding, not bitwise. No effect on other networks.
     """
 
-    def __init__(self, model: nn.Module, loss: Loss | None = None, penalty: Penalty | None = None) -> None:
+    def __init__(self, model: nn.Module, loss: Loss | None = None, penalty: Penalty | None = None, *,
+                 channels_last: bool = False) -> None:
+        self.channels_last = channels_last and any(isinstance(m, nn.Conv2d) for m in model.modules())
+        if self.channels_last:
+            model.to(memory_format=torch.channels_last)
         self.model = model
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.loss = loss or cross_entropy
@@ -125,6 +135,8 @@ class LocalTrainer:
         for _ in range(opt.epochs):
             order = indices[torch.randperm(n, generator=generator)].to(x.device)
             xs, ys = x.index_select(0, order), y.index_select(0, order)  # one gather per epoch; contiguous batches
+            if self.channels_last:
+                xs = xs.contiguous(memory_format=torch.channels_last)
             total = torch.zeros((), device=x.device)
             for s in range(steps):
                 batch = slice(s * opt.batch_size, (s + 1) * opt.batch_size)

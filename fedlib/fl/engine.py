@@ -246,7 +246,8 @@ class _ClientPool:
     50-client MNIST-MLP round 1.6-1.8x faster than one worker (benchmarks/fl_round.py).
     """
 
-    def __init__(self, model: nn.Module, algorithm: Algorithm, workers: int, client_batch: int) -> None:
+    def __init__(self, model: nn.Module, algorithm: Algorithm, workers: int, client_batch: int,
+                 channels_last: bool = False) -> None:
         replicas = [model] + [copy.deepcopy(model) for _ in range(workers - 1)]
         if client_batch > 1:
             if algorithm.loss is not None or algorithm.penalty is not None:
@@ -254,7 +255,8 @@ class _ClientPool:
                                  "a loss or a penalty (use client_batch=1)")
             self.trainers = [BatchedLocalTrainer(m) for m in replicas]
         else:
-            self.trainers = [LocalTrainer(m, algorithm.loss, algorithm.penalty) for m in replicas]
+            self.trainers = [LocalTrainer(m, algorithm.loss, algorithm.penalty, channels_last=channels_last)
+                             for m in replicas]
         self.client_batch = client_batch
         self.executor = ThreadPoolExecutor(workers) if workers > 1 else None
 
@@ -380,7 +382,7 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
                   checkpoint: str | Path | None = None, checkpoint_every: int = 1, progress: bool = False,
                   callback: Callable[[int, dict[str, float]], None] | None = None,
                   workers: int | None = None, client_batch: int | None = None,
-                  device: str | torch.device | None = None) -> RunResult:
+                  device: str | torch.device | None = None, channels_last: bool = False) -> RunResult:
     """Run federated training.
 
     Client training and evaluation run on ``device``; the server side (client transforms such as clipping and
@@ -415,6 +417,8 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
         device: where clients train and the global model is evaluated (default: the CPU). On a GPU the clients
             train one job at a time (``workers`` is ignored); the numbers agree with the CPU's up to float32
             rounding, not bitwise.
+        channels_last: clients of a CNN train channels-last (:class:`~fedlib.fl.client.LocalTrainer`; faster on a
+            CPU, the same numbers to float32 rounding; full mode's choice).
     """
     algorithm = algorithm or Algorithm()
     device = torch.device(device or "cpu")
@@ -446,7 +450,7 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
     ident = _identity(config, algorithm, model, params, train, clients, test, history) if ckpt_path else None
     model, train, test = _on_device(model, train, test, device)
     pool = _ClientPool(model, algorithm, 1 if device.type != "cpu" else min(workers, config.clients_per_round),
-                       client_batch)
+                       client_batch, channels_last)
     state = checkpoint_io.load(ckpt_path, ident) if ckpt_path is not None else None
     if state is not None:
         params, metrics, start_round = state["params"], state["metrics"], state["round"]
