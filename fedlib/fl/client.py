@@ -80,10 +80,10 @@ class LocalTrainer:
     everything else uses autograd.
 
     ``channels_last``: a network with 2-d convolutions stores its weights and each epoch's batches channels-last
-    (the model is converted in place). On a CPU that trains the chapters' CNNs 1.2-1.5x faster (cnn_mnist at
-    B = 10 1.38x, cnn_adpdfl at B = 20 1.20x, lenet5 at B = 128 1.25x; medians of 6, one thread beside two busy
-    processes, 2026-12-01), with other convolution kernels: the numbers agree with the default layout to float32
-    rounding, not bitwise. No effect on other networks.
+    (the model is converted in place). On a CPU a training step is 1.31x faster for cnn_mnist at B = 10, 1.23x for
+    cnn_adpdfl at B = 20 and 1.05x for lenet5 at B = 128 (benchmarks/cnn_layout.py, one thread, 2026-12-01), with
+    other convolution kernels: the numbers agree with the default layout to float32 rounding, not bitwise. No
+    effect on other networks.
     """
 
     def __init__(self, model: nn.Module, loss: Loss | None = None, penalty: Penalty | None = None, *,
