@@ -126,10 +126,6 @@ class ADPDFLConfig:
 
     Grids are per figure: ``(m_tcs, m_e)`` cells for gossip, m_tcs values for pseudo-central; ``rounds`` is the
     thesis's 20-round setting (Table 5.1, Figs. 5.2-5.3), ``long_rounds`` its 50-round one (everything else).
-    FULL computes the §5.4.1 metric every 5 rounds and at round T (ours, for speed: on CIFAR-10 it is most of a
-    round's CPU time; every claim reads round T, and the units computed every round before 2026-12-01 stay valid,
-    since evaluating changes no model), and trains the CIFAR-10 CNN channels-last (faster on a CPU; the same
-    numbers to float32 rounding as the units computed before).
     """
 
     datasets: tuple[str, ...] = ("mnist",)
@@ -161,8 +157,6 @@ class ADPDFLConfig:
     theory_L: float = 1.5
     theory_zeta2: float = 1.0
     theory_f_gap: float = 2.3
-    eval_every: int = 1  # the §5.4.1 metric every this many rounds and at round T (run_decentralized)
-    channels_last: bool = False  # the CIFAR-10 CNN trains channels-last (LocalTrainer: faster on a CPU)
 
 
 QUICK = ADPDFLConfig()
@@ -173,8 +167,12 @@ FULL = ADPDFLConfig(
     epsilons=(1.0, 2.0, 4.0, 8.0, 16.0), round_sweep=(20, 30, 40, 50),
     gossip_cells=tuple((m, e) for m in (60, 70, 80, 90) for e in (30, 40, 50, 60) if m == 60 and e == 50 or m > 60),
     t52=tuple(T52), cifar_m_tcs_iid=(20, 30, 40, 50, 60), cifar_m_tcs_noniid=(60, 70, 80, 90),
-    cifar_gossip_cells=tuple((m, e) for m in (70, 80, 90) for e in (30, 40, 50)), t53=tuple(T53), eval_every=5,
-    channels_last=True)
+    cifar_gossip_cells=tuple((m, e) for m in (70, 80, 90) for e in (30, 40, 50)), t53=tuple(T53))
+#: Full mode (ours, for speed) computes the §5.4.1 metric every this many rounds and at round T: on CIFAR-10 it is
+#: most of a round's CPU time; every claim reads round T, and evaluating changes no model, so the units computed
+#: every round before 2026-12-01 stay valid. Full mode also trains the CNN channels-last (faster on a CPU; the same
+#: numbers to float32 rounding as the units computed before). Quick mode does neither and keeps its exact numbers.
+FULL_EVAL_EVERY = 5
 #: §7.11: B is not stated; full mode calibrates it (not the lr) on one anchor, Table 5.4's Fake-cen Non-Private on
 #: IID MNIST (70.05 %), by running that baseline at each of these B; FULL's ``local`` holds the closest (B = 20)
 CALIBRATION_BATCH_SIZES = (10, 20, 25, 50)
@@ -240,10 +238,12 @@ def exact_pixels(dataset: str, subset: str) -> dict[str, torch.Tensor]:
 
 def train_one(spec: Spec, cfg: ADPDFLConfig, fed: Federation, seed: int, *, checkpoints: Path | None = None,
               progress: bool = False, defect: str | None = None,
-              test_subsets: dict[str, torch.Tensor] | None = None) -> RunSummary:
+              test_subsets: dict[str, torch.Tensor] | None = None, eval_every: int = 1,
+              channels_last: bool = False) -> RunSummary:
     """One run (ADPDFL and Non-Private: the §5.4.1 metric per round; DP-FedAvg: the global model), with the final
     models' accuracies in ``extra``: gossip, the server's final model as a random DC's or the DCs' average
-    (§7.15); DP-FedAvg, the global model on each test subset."""
+    (§7.15); DP-FedAvg, the global model on each test subset. ``eval_every`` and ``channels_last``: full mode's
+    speed-ups (:data:`FULL_EVAL_EVERY`)."""
     model = fresh_model(MODELS[spec.dataset], seed)
     ckpt = checkpoint_path(checkpoints, "adpdfl", seed, spec.name)
     sigma = sigma_of(spec, cfg, defect)
@@ -253,7 +253,7 @@ def train_one(spec: Spec, cfg: ADPDFLConfig, fed: Federation, seed: int, *, chec
                       weighting="uniform", seed=seed)
         out = run_federated(model, fed.train, fed.clients, fed.test, fl,
                             dp_fedavg(spec.bound, sigma, spec.fedavg_noise), checkpoint=ckpt, progress=progress,
-                            device=device(), channels_last=cfg.channels_last)
+                            device=device(), channels_last=channels_last)
         return out.summary(**{f"accuracy_{k}": float(evaluate_many(model, out.params[None], fed.test.x[m],
                                                                    fed.test.y[m])[0]) for k, m in subsets.items()})
     dc = DecentralizedConfig(spec.protocol, spec.rounds, spec.m_tcs, spec.m_e, cfg.local, cfg.lr,
@@ -261,8 +261,8 @@ def train_one(spec: Spec, cfg: ADPDFLConfig, fed: Federation, seed: int, *, chec
                              noise_denominator=None if spec.framework == "Non-Private" else
                              noise_denominator(spec, cfg), seed=seed)
     out = run_decentralized(model, fed.train, fed.clients, fed.test, dc, checkpoint=ckpt, progress=progress,
-                            device=device(), test_subsets=subsets, eval_every=cfg.eval_every,
-                            channels_last=cfg.channels_last)
+                            device=device(), test_subsets=subsets, eval_every=eval_every,
+                            channels_last=channels_last)
     extra = {}
     if spec.protocol == "gossip":
         finals = torch.stack([final_model(out, "random", make_generator(seed, "final-model", spec.name)),
@@ -354,11 +354,12 @@ def run(config: ADPDFLConfig = QUICK, *, mode: str = "quick", seed: int = 0, pro
                                         train_one(s, c, feds[("mnist", "iid")], seed, progress=progress,
                                                   test_subsets=subsets["mnist"]))
     runs: dict[Spec, RunSummary | None] = {}
+    fast = {"eval_every": FULL_EVAL_EVERY, "channels_last": True} if mode == "full" else {}
     for spec in todo:
         fed = feds[(spec.dataset, spec.partition)]
         runs[spec] = train_unit(units, spec.unit_id, unit(spec, cfg), lambda spec=spec, fed=fed: train_one(
             spec, cfg, fed, seed, checkpoints=checkpoints, progress=progress, defect=defect,
-            test_subsets=subsets[spec.dataset]))
+            test_subsets=subsets[spec.dataset], **fast))
     if calibrate and ("mnist", "iid") in feds:
         calibration[cfg.local.batch_size] = runs[t54_spec(cfg, "mnist", "iid", "Non-Private")]
         _calibration_table(res, cfg, calibration)
