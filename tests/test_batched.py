@@ -91,3 +91,39 @@ def test_bad_step_counts_are_named():
     with pytest.raises(ValueError, match="adam"):
         trainer.train(torch.zeros(trainer.dim), x, y, steps=2, batch_size=4, lr=0.1, adam=True,
                       generators=[torch.Generator() for _ in parts])
+
+
+def test_data_moved_to_the_device_once_while_it_lives_unchanged():
+    trainer = BatchedClients(models()[0], device="meta")  # a device that moves shapes only: the cache's logic
+    assert trainer.net is not trainer.model and next(trainer.net.parameters()).device.type == "meta"
+    assert next(trainer.model.parameters()).device.type == "cpu"  # the caller's model stays where it was
+    x = torch.randn(3, 4)
+    first = trainer._data(x)
+    assert first.device.type == "meta" and trainer._data(x) is first
+    x.add_(1)  # changed in place: moved again
+    assert trainer._data(x) is not first
+    del x, first
+    assert trainer._moved == {}  # a freed tensor's copy is dropped with it
+    same, z = BatchedClients(models()[0], device="cpu"), data().x
+    assert same.net is same.model and same._data(z) is z and same._moved == {}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/device_units.sh runs it there)")
+@pytest.mark.parametrize("index", [0, 1], ids=["mlp", "cnn"])
+@pytest.mark.parametrize("work", [dict(steps=[3, 1, 4, 2], batch_size=4), dict(steps=3, batch_size=6)],
+                         ids=["unequal", "equal"])
+def test_clients_on_cuda_agree_with_the_cpu(index, work):
+    split, parts = data(), clients()
+    x, y, _ = stack_padded(split, parts)
+    cpu, gpu = BatchedClients(models()[index]), BatchedClients(models()[index], device="cuda")
+    start = torch.randn(cpu.dim, generator=torch.Generator().manual_seed(2)) * 0.3
+
+    def run(trainer):
+        gens = [torch.Generator().manual_seed(10 + i) for i in range(len(parts))]
+        return trainer.train(start, x, y, lr=0.3, momentum=0.9, generators=gens, **work)
+
+    here, there = run(cpu), run(gpu)
+    assert there.device.type == "cpu" and torch.allclose(here, there, atol=1e-5)
+    assert torch.equal(cpu.accuracy(here[0], x, y), gpu.accuracy(here[0], x, y))
+    assert torch.allclose(cpu.losses(here[0], split.x, split.y), gpu.losses(here[0], split.x, split.y), atol=1e-5)
+    assert gpu.losses(here[0], split.x, split.y).device.type == "cpu"

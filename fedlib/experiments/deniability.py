@@ -25,7 +25,7 @@ from fedlib.checkpoint import identity
 from fedlib.data import load_dataset, pixel_source
 from fedlib.data.datasets import DATASETS, DatasetNotFoundError, Split
 from fedlib.data.partition import partition
-from fedlib.experiments.common import checkpoint_path, fresh_model
+from fedlib.experiments.common import checkpoint_path, device, fresh_model
 from fedlib.fl.batched import BatchedClients, stack_clients, stack_padded
 from fedlib.fl.params import get_flat
 from fedlib.ledger import Claim
@@ -322,7 +322,7 @@ def _federation(cfg: DeniabilityConfig, train: Split, test: Split, v: Variant, s
     side, channels = train.x.shape[-1], train.x.shape[1]
     shape = {"in_features": channels * side * side} if v.model == "mlp" else {"in_channels": channels, "side": side}
     model = fresh_model(v.model, seed, **shape, **v.model_kwargs)
-    return Federation(BatchedClients(model), x, y, seed), (test.x, test.y), get_flat(model)
+    return Federation(BatchedClients(model, device=device()), x, y, seed), (test.x, test.y), get_flat(model)
 
 
 def chapter_federation(cfg: DeniabilityConfig, dataset: str, *, seed: int, mode: str = "quick",

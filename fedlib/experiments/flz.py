@@ -28,7 +28,7 @@ from torch import Tensor
 from fedlib.data import load_dataset
 from fedlib.data.datasets import DATASETS, blocking_errors
 from fedlib.data.partition import by_counts
-from fedlib.experiments.common import fresh_model
+from fedlib.experiments.common import device, fresh_model
 from fedlib.fl.batched import BatchedClients, stack_clients
 from fedlib.fl.params import get_flat
 from fedlib.ledger import Claim
@@ -330,7 +330,7 @@ def federation(dataset: str, split: str, seed: int, *, forget: tuple[int, ...] =
     if backdoor:
         x, y, _ = plant_backdoor(x, y, list(forget), trigger, backdoor,
                                  generator=make_generator(seed, "backdoor", dataset, split))
-    return Setting(Federation(BatchedClients(model), x, y, seed), (test.x[test_idx], test.y[test_idx]),
+    return Setting(Federation(BatchedClients(model, device=device()), x, y, seed), (test.x[test_idx], test.y[test_idx]),
                    get_flat(model), (train.x[held], train.y[held]), trigger)
 
 

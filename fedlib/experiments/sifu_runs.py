@@ -19,7 +19,7 @@ from torch import Tensor
 from fedlib.data import load_dataset, pixel_source
 from fedlib.data.datasets import DATASETS, Split
 from fedlib.data.partition import partition
-from fedlib.experiments.common import fresh_model
+from fedlib.experiments.common import device, fresh_model
 from fedlib.fl.batched import BatchedClients, stack_clients
 from fedlib.fl.params import get_flat
 from fedlib.results import Results
@@ -196,7 +196,7 @@ def federation(setup: Setup, data: Data, seed: int, *, alpha: float | None = Non
     x, y = stack_clients(data.train, clients)
     if watermark:
         x = torch.stack([_watermarked(x[i], [i % 10] * x.shape[1], watermark) for i in range(len(x))])
-    return Federation(BatchedClients(_model(setup, seed)), _normalise(x, setup.dataset), y, seed)
+    return Federation(BatchedClients(_model(setup, seed), device=device()), _normalise(x, setup.dataset), y, seed)
 
 
 def stage_config(setup: Setup, cfg: SIFUConfig, target: float | None = None) -> StageConfig:

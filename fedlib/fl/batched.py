@@ -21,7 +21,9 @@ in place, with each client's batches gathered once per epoch.
 
 from __future__ import annotations
 
+import copy
 import math
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -72,10 +74,20 @@ class BatchedClients:
 
     Args:
         model: the network; only its architecture and buffers are used (parameters come flat).
+        device: where the arithmetic runs (default: where ``model`` is). Parameters and data are moved there and
+            results come back to the device of the parameters passed in, so a caller can keep models, noise and
+            bookkeeping on the CPU and train on a GPU; a data tensor passed again (e.g. the members evaluated every
+            round) is moved once. The random streams stay the callers' CPU generators, so batches, noise and
+            sampling do not depend on the device; only float rounding does.
     """
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, device: str | torch.device | None = None) -> None:
         self.model = model
+        self.device = torch.device(device) if device is not None else next(model.parameters()).device
+        if self.device != next(model.parameters()).device:
+            model = copy.deepcopy(model).to(self.device)
+        self.net = model  # the module the arithmetic runs on (``model`` itself unless it lives elsewhere)
+        self._moved: dict[int, tuple[weakref.ref, int, Tensor]] = {}
         self.names = [n for n, _ in model.named_parameters()]
         self.shapes = [p.shape for _, p in model.named_parameters()]
         self.sizes = [p.numel() for _, p in model.named_parameters()]
@@ -92,6 +104,17 @@ class BatchedClients:
         self._grads = vmap(grad(loss), randomness=randomness)
         self._weighted_grads = vmap(grad(weighted), randomness=randomness)
         self.mlp = mlp_linears(model) is not None and len(self.names) == len(list(model.parameters()))
+
+    def _data(self, t: Tensor) -> Tensor:
+        """Data ``t`` on :attr:`device`: itself if it is there, else a copy, kept while ``t`` lives unchanged."""
+        if t.device == self.device:
+            return t
+        ref, version, moved = self._moved.get(id(t), (None, -1, None))
+        if ref is None or ref() is not t or version != t._version:
+            moved = t.to(self.device)
+            self._moved[id(t)] = (weakref.ref(t, lambda _, key=id(t): self._moved.pop(key, None)), t._version,
+                                  moved)
+        return moved
 
     def _unflatten(self, flat: Tensor) -> dict[str, Tensor]:
         parts = torch.split(flat, self.sizes, dim=1)
@@ -139,6 +162,8 @@ class BatchedClients:
             raise ValueError(f"need one generator per client: {m} clients, {len(generators)} generators")
         if start.numel() != self.dim:
             raise ValueError(f"start has {start.numel()} entries, the model has {self.dim} parameters")
+        home = start.device
+        start, x, y = start.to(self.device), self._data(x), self._data(y)
         sizes = client_sizes(y)
         per_client = steps is not None and not isinstance(steps, int)
         if per_client and len(steps) != m:
@@ -146,7 +171,8 @@ class BatchedClients:
         if per_client or bool((sizes != n).any()):
             if adam:
                 raise ValueError("adam=True needs clients of equal sizes and one step count")
-            return self._train_unequal(start, x, y, sizes, steps, epochs, batch_size, lr, momentum, generators)
+            return self._train_unequal(start, x, y, sizes, steps, epochs, batch_size, lr, momentum,
+                                       generators).to(home)
         theta = start.detach().reshape(1, -1).repeat(m, 1)
         velocity = torch.zeros_like(theta) if momentum > 0 or adam else None
         second = torch.zeros_like(theta) if adam else None
@@ -168,7 +194,7 @@ class BatchedClients:
             if velocity is not None:
                 g = velocity.mul_(momentum).add_(g)
             theta = theta - lr * g
-        return theta
+        return theta.to(home)
 
     def _train_unequal(self, start: Tensor, x: Tensor, y: Tensor, sizes: Tensor, steps: int | Sequence[int] | None,
                        epochs: int | None, batch_size: int, lr: float, momentum: float,
@@ -233,13 +259,13 @@ class BatchedClients:
     @contextmanager
     def _evaluating(self) -> Iterator[None]:
         """Dropout off while evaluating (a network without dropout is left as it is)."""
-        was = self.model.training
+        was = self.net.training
         if self.dropout:
-            self.model.eval()
+            self.net.eval()
         try:
             yield
         finally:
-            self.model.train(was)
+            self.net.train(was)
 
     @staticmethod
     def _batches(n: int, steps: int | None, epochs: int | None, batch_size: int,
@@ -259,17 +285,19 @@ class BatchedClients:
     def accuracy(self, params: Tensor, x: Tensor, y: Tensor) -> Tensor:
         """Accuracy of flat ``params`` (d,) on each client's samples: a tensor (M,) for x (M, n, ...), y (M, n)
         (padding, label :data:`PAD`, is not counted)."""
-        logits = self._logits(params, x.reshape(-1, *x.shape[2:]))
+        home, x, y = params.device, self._data(x), self._data(y)
+        logits = self._logits(params.to(self.device), x.reshape(-1, *x.shape[2:]))
         hits = (logits.argmax(1) == y.reshape(-1)).reshape(y.shape).float()
         sizes = client_sizes(y)
         if bool((sizes == y.shape[1]).all()):
-            return hits.mean(1)
-        return hits.sum(1) / sizes.to(hits.dtype)
+            return hits.mean(1).to(home)
+        return (hits.sum(1) / sizes.to(hits.dtype)).to(home)
 
     @torch.no_grad()
     def losses(self, params: Tensor, x: Tensor, y: Tensor) -> Tensor:
         """Per-sample cross-entropy of flat ``params`` (d,) on samples x (N, ...), y (N,)."""
-        return F.cross_entropy(self._logits(params, x), y, reduction="none")
+        losses = F.cross_entropy(self._logits(params.to(self.device), self._data(x)), self._data(y), reduction="none")
+        return losses.to(params.device)
 
     def _logits(self, params: Tensor, x: Tensor) -> Tensor:
         """The logits of flat ``params`` (d,) on samples x (N, ...), dropout off; a CNN sees
@@ -277,7 +305,7 @@ class BatchedClients:
         for cnn_sifu on 6,000 images)."""
         named = {k: v[0] for k, v in self._unflatten(params.reshape(1, -1)).items()}
         with self._evaluating():
-            return forward_in_chunks(lambda xb: functional_call(self.model, named, (xb,)), x, self.model)
+            return forward_in_chunks(lambda xb: functional_call(self.net, named, (xb,)), x, self.net)
 
 
 class BatchedLocalTrainer:
