@@ -179,6 +179,49 @@ def decisive_in_both(root: str | Path | None = None) -> list[dict[str, Any]]:
     return rows
 
 
+#: the paper tables whose ``paper`` and ``ours`` columns are both test accuracies (fractions), per chapter
+ACCURACY_TABLES: dict[str, tuple[str, ...]] = {
+    "foundations": ("T3.3",), "dpfl": ("T3.1",), "fednore": ("T3.3", "T3.2"),
+    "adpdfl": ("T5.1", "T5.2", "T5.3", "T5.4"), "deniability": ("T2", "T3"), "flz": ("T4.2", "T4.5", "T4.6")}
+#: how close a full-mode accuracy must be to the paper's to count as matching it: two percentage points
+AGREEMENT = 0.02
+
+
+def paper_agreement(root: str | Path | None = None) -> list[dict[str, Any]]:
+    """One row per accuracy table of the papers (:data:`ACCURACY_TABLES`) that the committed full runs hold: how
+    many cells hold both numbers, how many of ours lie within :data:`AGREEMENT` of the paper's, the mean gap and the
+    largest one (signed, ours − paper, with the row it is in). Numbers only, no verdict: a table's ledger claim
+    (e.g. ``t53_values``) gives the verdict with its margin."""
+    rows = []
+    for chapter, tids in ACCURACY_TABLES.items():
+        full = _load(chapter, "full", root)
+        if not isinstance(full, Results):
+            continue
+        for tid in tids:
+            if tid not in full.tables:
+                continue
+            table = full.tables[tid]["rows"]
+            cells = [(row, row["ours"] - row["paper"]) for row in table
+                     if all(isinstance(row.get(k), (int, float)) and not isinstance(row.get(k), bool)
+                            for k in ("paper", "ours"))]
+            within = sum(abs(gap) <= AGREEMENT + 1e-12 for _, gap in cells)
+            entry = {"chapter": TITLES[chapter], "table": tid, "cells with both": f"{len(cells)} of {len(table)}",
+                     f"within {AGREEMENT * 100:.0f} pp": within,
+                     f"more than {AGREEMENT * 100:.0f} pp off": len(cells) - within}
+            entry["mean |ours − paper| (pp)"] = (round(100 * sum(abs(g) for _, g in cells) / len(cells), 2)
+                                                 if cells else None)
+            if cells:
+                row, gap = max(cells, key=lambda c: abs(c[1]))
+                label = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()
+                                  if "ours" not in k and "paper" not in k and isinstance(v, (str, int, float))
+                                  and not isinstance(v, bool))
+                entry["largest gap"] = f"{100 * gap:+.1f} pp ({label})"
+            else:
+                entry["largest gap"] = "–"
+            rows.append(entry)
+    return rows
+
+
 def totals(root: str | Path | None = None) -> dict[str, dict[str, int]]:
     """The counts of every chapter added up, per mode."""
     out: dict[str, dict[str, int]] = {mode: {} for mode in MODES}

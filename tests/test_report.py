@@ -9,7 +9,7 @@ import pytest
 
 from fedlib.experiments.foundations import LEDGER
 from fedlib.report import (chapter_counts, chapter_status, decisive_in_both, full_text, heldout_rows, ledger_rows,
-                           paper_tables, quick_vs_full_html, status_table, totals)
+                           paper_agreement, paper_tables, quick_vs_full_html, status_table, totals)
 from fedlib.results import CHAPTERS
 
 from helpers import VALUES, fake_run
@@ -155,3 +155,15 @@ def test_heldout_rows_list_each_chapter_and_seed_with_what_it_contradicted(tmp_p
         ("SIFU", 5, 1), ("SIFU", 6, 0), ("Auditing our claims", 5, 0), ("Auditing our claims", 6, 0)]
     assert rows[0]["which"].startswith("x: registered reproduced") and rows[1]["which"] == "–"
     assert rows[0]["run"] == "312 s, 1 thread(s) of 2 CPU(s), torch 2.4"
+
+
+def test_paper_agreement_counts_the_full_accuracies_within_two_points_of_the_papers(tmp_path, registry):
+    fake_run("full", [0.51, 0.47], VALUES).save(tmp_path / "r")  # the paper's cells are 0.5 (helpers.fake_run)
+    (row,) = paper_agreement(tmp_path / "r")
+    assert (row["table"], row["cells with both"], row["within 2 pp"], row["more than 2 pp off"]) == \
+        ("T3.3", "2 of 2", 1, 1)
+    assert row["mean |ours − paper| (pp)"] == pytest.approx(2.0) and row["largest gap"] == "-3.0 pp (setting s1)"
+    fake_run("full", [None, 0.5], VALUES).save(tmp_path / "r")  # a cell not run yet is not compared
+    (row,) = paper_agreement(tmp_path / "r")
+    assert (row["cells with both"], row["within 2 pp"], row["largest gap"]) == ("1 of 2", 1, "+0.0 pp (setting s1)")
+    assert paper_agreement(tmp_path / "empty") == []
