@@ -31,12 +31,16 @@ margin (:func:`clears`): a mean that lands just inside the margin is not a repro
 A full-mode value read off one run's test accuracies carries the test set's sampling noise as well: ten thousand
 test images pin an accuracy near 0.25 down to ±0.43 pp (one standard error), and a run that clears a one-point
 margin by 0.01 pp (one image) has not shown the effect. Where the chapter says which test set a value was measured
-on (:meth:`fedlib.results.Results.measure` with ``test_images``), the verdict is decisive only when the value
-clears the margin by :func:`sampling_halfwidth` too (:func:`clears`). For a difference of two models' accuracies on
-the same images that halfwidth is the smallest the paired (McNemar) test allows, whatever the per-image results:
-the units keep accuracies, not per-image predictions, so the check is lenient. It demotes only verdicts that
-sampling noise could overturn whatever the per-image results were; a verdict it keeps may still lie within the noise
-of a paired test that knew them. Quick mode leaves this to the registered seed sweep (its verdicts do not change).
+on and which accuracies it was computed from (:meth:`fedlib.results.Results.measure` with ``test_images`` and
+``accuracies``), the verdict is decisive only when the value clears the margin by :func:`sampling_halfwidth` too
+(:func:`clears`). For a difference of two separately trained models' accuracies p₁ − p₂ on the same images, where
+the units kept both models' per-image results (``disagreement``: the share of images exactly one of them gets
+right), that halfwidth is the paired (McNemar) one; where they did not, it uses √((p₁(1 − p₁) + p₂(1 − p₂))/N), the
+standard error of the difference if the two models' errors were independent: models err on the same hard images
+more often than not, so the paired test would usually allow less, and the bound then errs on the side of
+"inconclusive". (Until 2026-12-02 the bound was the smallest a paired test allows whatever the per-image results: a
+floor that kept verdicts no paired test could have kept.) Quick mode leaves this to the registered seed sweep (its
+verdicts do not change).
 
 A ``kind="fact"`` entry is bookkeeping that no defect of the implementation could flip (a count, an identity that
 holds by construction): it is shown with its value but not counted as a reproduced claim.
@@ -193,11 +197,15 @@ def evaluate(ledger: Sequence[Claim], measured: dict[str, dict[str, Any]], mode:
                 value, verdict, detail = decided_by_bound(claim, value, detail)
             sampling = m.get("sampling")
             if sampling is not None and value is not None and mode == "full" and verdict in VERDICTS[:2]:
-                halfwidth = sampling_halfwidth(value, sampling["test_images"], sampling.get("accuracy"))
+                halfwidth = sampling_halfwidth(sampling["test_images"], sampling["accuracies"],
+                                               sampling.get("disagreement"))
                 shown = (f"{halfwidth * 100:.2f} pp" if claim.unit == "accuracy" else
                          format_value(halfwidth, claim.unit).lstrip("+"))
-                detail += (f"{'; ' if detail else ''}test-set sampling ({sampling['test_images']:,} images), one-sided "
-                           f"{PREDICTION_LEVEL * 100:.0f} % ±{shown}")
+                kind = ("" if len(sampling["accuracies"]) == 1 else
+                        f"paired, models disagree on {sampling['disagreement'] * 100:.2f} % of them, " if "disagreement" in
+                        sampling else "errors taken independent, ")
+                detail += (f"{'; ' if detail else ''}test-set sampling ({sampling['test_images']:,} images, {kind}"
+                           f"one-sided {PREDICTION_LEVEL * 100:.0f} %) ±{shown}")
                 if not clears(claim, verdict, value, halfwidth):
                     verdict = "inconclusive"
             if samples is not None and value is not None and mode == "full":  # quick mode: the sweep's spread
@@ -290,27 +298,38 @@ def register(claim: Claim, values: Iterable[float | None], seeds: Sequence[int] 
     return Registered(first, len(values), values, counts)
 
 
-def sampling_halfwidth(value: float, test_images: int, accuracy: float | None = None,
+def sampling_halfwidth(test_images: int, accuracies: Sequence[float], disagreement: float | None = None,
                        level: float = PREDICTION_LEVEL) -> float:
-    """z(level)·SE: how far test-set sampling alone may move a value measured on ``test_images`` images, one-sided.
+    """z(level)·SE: how far test-set sampling alone may move a value read off ``accuracies`` measured on
+    ``test_images`` images, one-sided.
 
-    ``accuracy`` None: ``value`` is the difference of two models' accuracies on the same images. Its paired standard
-    error is √((d − value²)/N), d the share of images on which the models disagree; d ≥ |value|, so
-    √((|value| − value²)/N) is the smallest it can be (McNemar's test with every disagreement going one way).
-    ``accuracy`` p: ``value`` is one accuracy p minus a fixed number (the paper's), SE √(p(1 − p)/N). Each
-    accuracy must be one model's (every image right or wrong; a best-of-rounds or best-of-models value qualifies, as
-    one model's): a mean over several models' accuracies has no such floor.
+    One accuracy p (the value is p minus a fixed number, e.g. the paper's): SE √(p(1 − p)/N). Two accuracies
+    p₁, p₂ of separately trained models on the same images (the value is p₁ − p₂): with ``disagreement`` d, the share
+    of images that exactly one of the two models classifies correctly, the paired (McNemar) SE √((d − (p₁ − p₂)²)/N);
+    without it SE √((p₁(1 − p₁) + p₂(1 − p₂))/N), exact for independent errors and an upper bound when the models'
+    errors are positively correlated (the usual case). Each accuracy must be one model's (every image right or
+    wrong; a best-of-rounds or best-of-models value qualifies, as one model's): a mean over several models'
+    accuracies has no such bound.
     """
     if isinstance(test_images, bool) or not isinstance(test_images, int) or test_images < 1:
         raise ValueError(f"test_images must be a positive int, got {test_images!r}")
-    if accuracy is None:
-        if not abs(value) <= 1:
-            raise ValueError(f"a difference of two accuracies lies in [-1, 1], got {value!r}")
-        variance = abs(value) - value * value
+    if len(accuracies) not in (1, 2):
+        raise ValueError(f"accuracies must hold one accuracy (against a fixed number) or two (a difference), got "
+                         f"{len(accuracies)}: {list(accuracies)!r}")
+    for p in accuracies:
+        if not 0 <= p <= 1:
+            raise ValueError(f"each accuracy must lie in [0, 1], got {p!r}")
+    if disagreement is None:
+        variance = sum(p * (1 - p) for p in accuracies)
     else:
-        if not 0 <= accuracy <= 1:
-            raise ValueError(f"accuracy must lie in [0, 1], got {accuracy!r}")
-        variance = accuracy * (1 - accuracy)
+        if len(accuracies) != 2:
+            raise ValueError(f"a disagreement needs two accuracies, got {list(accuracies)!r}")
+        gap, tol = abs(accuracies[0] - accuracies[1]), 1e-9
+        most = min(sum(accuracies), 2 - sum(accuracies))
+        if not gap - tol <= disagreement <= most + tol:
+            raise ValueError(f"disagreement must lie between |p1 − p2| = {gap:.6g} and min(p1 + p2, 2 − p1 − p2) = "
+                             f"{most:.6g} for accuracies {list(accuracies)}, got {disagreement!r}")
+        variance = max(disagreement - gap * gap, 0.0)
     return float(ndtri(level)) * math.sqrt(variance / test_images)
 
 

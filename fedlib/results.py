@@ -120,15 +120,17 @@ class Results:
 
     def measure(self, claim: Claim, value: float | None, detail: str = "", *, setting: str = "",
                 samples: Sequence[float] | None = None, at_most: bool = False, test_images: int | None = None,
-                accuracy: float | None = None) -> None:
+                accuracies: Sequence[float] | None = None, disagreement: float | None = None) -> None:
         """Record this run's value of ``claim`` in ``setting`` (None: not run yet) and what it was computed from.
 
         ``samples``: where ``value`` is a mean over seeds, the per-seed values (at least 2, their mean ``value``);
         the verdict then accounts for their spread (:func:`fedlib.ledger.clears`). ``at_most``: ``value`` is only an
         upper bound (some runs it reads are missing); it is recorded where it decides the verdict
-        (:func:`fedlib.ledger.decided_by_bound`), else the claim stays not run. ``test_images``: ``value`` is the
-        difference of two accuracies measured on these N test images, or with ``accuracy`` p one accuracy p minus a
-        fixed number; a full-mode verdict must then clear the margin by the test set's sampling bound too
+        (:func:`fedlib.ledger.decided_by_bound`), else the claim stays not run. ``test_images`` with ``accuracies``:
+        ``value`` was read off one model's accuracy p on these N test images (``(p,)``: p minus a fixed number) or
+        off two models' (``(p1, p2)``: p1 − p2, see :meth:`measure_difference`), and ``disagreement`` the share of
+        those images exactly one of the two models gets right where the run kept their per-image results; a
+        full-mode verdict must then clear the margin by the test set's sampling bound too
         (:func:`fedlib.ledger.sampling_halfwidth`)."""
         key = claim.key(setting)
         if key in self.measured:
@@ -138,11 +140,21 @@ class Results:
         entry = {"value": None if value is None else float(value), "detail": detail}
         if at_most and value is not None:
             entry["at_most"] = True
-        if accuracy is not None and test_images is None:
-            raise ValueError(f"claim {key!r}: accuracy is given, so test_images (the test set's size) must be too")
+        if disagreement is not None and accuracies is None:
+            raise ValueError(f"claim {key!r}: a disagreement needs the two accuracies it is between")
+        if (test_images is None) != (accuracies is None):
+            raise ValueError(f"claim {key!r}: test_images and accuracies go together (the test set's size and the "
+                             f"accuracies the value was read off), got test_images={test_images!r}, "
+                             f"accuracies={accuracies!r}")
         if test_images is not None and value is not None:
-            sampling_halfwidth(value, test_images, accuracy)  # a clear error now, not at evaluation
-            entry["sampling"] = {"test_images": test_images, **({} if accuracy is None else {"accuracy": accuracy})}
+            accuracies = [float(p) for p in accuracies]
+            sampling_halfwidth(test_images, accuracies, disagreement)  # a clear error now, not at evaluation
+            read = accuracies[0] - accuracies[1] if len(accuracies) == 2 else None
+            if read is not None and not math.isclose(read, value, rel_tol=1e-9, abs_tol=1e-12):
+                raise ValueError(f"claim {key!r}: value {value!r} is not the difference of its accuracies "
+                                 f"{accuracies} ({read!r})")
+            entry["sampling"] = {"test_images": test_images, "accuracies": accuracies,
+                                 **({} if disagreement is None else {"disagreement": float(disagreement)})}
         if samples is not None and value is not None:
             samples = [float(v) for v in samples]
             if len(samples) < 2 or not all(math.isfinite(v) for v in samples):
@@ -152,6 +164,16 @@ class Results:
                                  f"({statistics.fmean(samples)})")
             entry["samples"] = samples
         self.measured[key] = entry
+
+    def measure_difference(self, claim: Claim, a: float | None, b: float | None, detail: str = "", *,
+                           setting: str = "", test_images: int | None) -> None:
+        """Record a − b for two models' accuracies a, b on the same ``test_images`` test images (None where either
+        has not run), with the test set's sampling bound of that difference (:meth:`measure`; ``test_images`` None:
+        the test set is not known, and the value is recorded without it)."""
+        if a is None or b is None or test_images is None:
+            self.measure(claim, None if a is None or b is None else a - b, detail, setting=setting)
+        else:
+            self.measure(claim, a - b, detail, setting=setting, test_images=test_images, accuracies=(a, b))
 
     def evaluate(self, ledger: Sequence[Claim]) -> None:
         """Evaluate the chapter's ledger on the measured values (every claim and setting gets an entry)."""

@@ -140,20 +140,38 @@ def test_a_run_records_samples_only_as_the_values_its_mean_is_made_of():
 
 def test_the_sampling_bound_of_one_accuracy_is_the_binomial_standard_error():
     # 0.9559 on 10,000 images: SE √(0.9559·0.0441/10⁴) = 0.2053 pp; z(0.99) = 2.3263
-    assert sampling_halfwidth(-0.0071, 10_000, 0.9559) == pytest.approx(2.3263 * 0.0020532, rel=1e-4)
-    assert sampling_halfwidth(0.3, 100, 1.0) == 0.0
+    assert sampling_halfwidth(10_000, (0.9559,)) == pytest.approx(2.3263 * 0.0020532, rel=1e-4)
+    assert sampling_halfwidth(100, (1.0,)) == 0.0
 
 
-def test_the_sampling_bound_of_a_difference_is_the_smallest_paired_standard_error():
-    # models that disagree on a share d ≥ |v| of the images: SE √((d − v²)/N) is smallest at d = |v|
-    v, n = 0.0101, 10_000
-    assert sampling_halfwidth(v, n) == pytest.approx(2.3263 * math.sqrt((v - v * v) / n), rel=1e-4)
-    assert sampling_halfwidth(-v, n) == sampling_halfwidth(v, n)
-    assert sampling_halfwidth(0.0, n) == 0.0  # identical predictions: nothing to take away
-    assert sampling_halfwidth(v, 100) == pytest.approx(10 * sampling_halfwidth(v, n))
-    for bad, match in (((1.5, n), "lies in"), ((0.1, 0), "positive int"), ((0.1, True), "positive int"),
-                       ((0.1, n, 1.2), "accuracy must lie")):
+def test_the_sampling_bound_of_a_difference_adds_the_two_binomial_variances():
+    # two separately trained models at 0.2581 and 0.2480 on 10,000 images: SE √((0.1915 + 0.1865)/10⁴) = 0.615 pp,
+    # six times the paired floor √((|d| − d²)/N) = 0.100 pp that the ledger used before 2026-12-02
+    n = 10_000
+    assert sampling_halfwidth(n, (0.2581, 0.2480)) == pytest.approx(2.3263 * 0.0061482, rel=1e-4)
+    assert sampling_halfwidth(n, (0.2581, 0.2480)) == sampling_halfwidth(n, (0.2480, 0.2581))
+    assert sampling_halfwidth(n, (1.0, 0.0)) == 0.0  # every image decided the same way by both: nothing to add
+    assert sampling_halfwidth(100, (0.5, 0.5)) == pytest.approx(10 * sampling_halfwidth(n, (0.5, 0.5)))
+    for bad, match in (((0, (0.5,)), "positive int"), ((True, (0.5,)), "positive int"), ((n, ()), "one accuracy"),
+                       ((n, (0.1, 0.2, 0.3)), "one accuracy"), ((n, (0.5, 1.2)), "must lie in")):
         with pytest.raises(ValueError, match=match):
+            sampling_halfwidth(*bad)
+
+
+def test_the_paired_sampling_bound_reads_the_share_of_images_the_two_models_disagree_on():
+    # McNemar: SE √((d − v²)/N); twin models 0.7221 / 0.7220 that disagree on 1 % of 10,000 images: ±0.23 pp
+    n = 10_000
+    assert sampling_halfwidth(n, (0.7221, 0.7220), 0.01) == pytest.approx(2.3263 * math.sqrt((0.01 - 1e-8) / n),
+                                                                           rel=1e-4)
+    # every disagreement one way (d = |v|): the floor √((|v| − v²)/N) that the ledger used on 2026-12-01
+    assert sampling_halfwidth(n, (0.7, 0.6), 0.1) == pytest.approx(2.3263 * math.sqrt(0.09 / n), rel=1e-4)
+    assert sampling_halfwidth(n, (0.7, 0.7), 0.0) == 0.0  # the same predictions: nothing to take away
+    # independent errors are the paired bound at d = p1(1 − p2) + p2(1 − p1)
+    p1, p2 = 0.2581, 0.2480
+    assert sampling_halfwidth(n, (p1, p2), p1 * (1 - p2) + p2 * (1 - p1)) == pytest.approx(
+        sampling_halfwidth(n, (p1, p2)))
+    for bad in ((n, (0.7, 0.6), 0.05), (n, (0.7, 0.6), 0.71), (n, (0.9,), 0.1)):
+        with pytest.raises(ValueError, match="disagreement"):
             sampling_halfwidth(*bad)
 
 
@@ -168,22 +186,41 @@ def test_a_full_verdict_must_clear_the_margin_by_the_test_sets_sampling_bound():
 
     # 1.01 pp over 1 pp (one image of 10,000): reproduced without the bound, inconclusive with it
     assert full(GT, 0.0101)["outcome"] == "reproduced"
-    entry = full(GT, 0.0101, test_images=10_000)
-    assert entry["outcome"] == "inconclusive" and "test-set sampling (10,000 images)" in entry["detail"]
-    assert full(GT, 0.02, test_images=10_000)["outcome"] == "reproduced"
-    assert full(GT, -0.0105, test_images=10_000)["outcome"] == "inconclusive"
-    assert full(GT, -0.02, test_images=10_000)["outcome"] == "not reproduced"
+    entry = full(GT, 0.0101, test_images=10_000, accuracies=(0.2581, 0.2480))
+    assert entry["outcome"] == "inconclusive" and "test-set sampling (10,000 images, " in entry["detail"]
+    # 2.70 pp between models near 0.26 clears 1 pp + 1.44 pp; 2.00 pp does not (the paired floor let it through)
+    assert full(GT, 0.0270, test_images=10_000, accuracies=(0.2750, 0.2480))["outcome"] == "reproduced"
+    assert full(GT, 0.0200, test_images=10_000, accuracies=(0.2680, 0.2480))["outcome"] == "inconclusive"
+    # near 0.99 the binomial variances are small: 1.5 pp clears 1 pp + 0.34 pp
+    assert full(GT, 0.015, test_images=10_000, accuracies=(0.995, 0.980))["outcome"] == "reproduced"
+    assert full(GT, -0.0105, test_images=10_000, accuracies=(0.2375, 0.2480))["outcome"] == "inconclusive"
+    assert full(GT, -0.03, test_images=10_000, accuracies=(0.2180, 0.2480))["outcome"] == "not reproduced"
+    # '≈' between two runs: 0.10 pp apart near 0.22 is within 1 pp, but not by the 1.36-pp bound
+    assert full(CLOSE, -0.001, test_images=10_000, accuracies=(0.2241, 0.2251))["outcome"] == "inconclusive"
     # '≈' against the paper's number: 0.71 pp off at accuracy 0.956 is within 1 pp, but not by 0.48 pp more
-    assert full(CLOSE, -0.0071, test_images=10_000, accuracy=0.9559)["outcome"] == "inconclusive"
-    assert full(CLOSE, -0.004, test_images=10_000, accuracy=0.9559)["outcome"] == "reproduced"
+    assert full(CLOSE, -0.0071, test_images=10_000, accuracies=(0.9559,))["outcome"] == "inconclusive"
+    assert full(CLOSE, -0.004, test_images=10_000, accuracies=(0.9559,))["outcome"] == "reproduced"
     # an inconclusive value stays so, without a bound printed; quick mode leaves it to the sweep
-    assert "sampling" not in full(GT, 0.005, test_images=10_000)["detail"]
+    assert "sampling" not in full(GT, 0.005, test_images=10_000, accuracies=(0.2530, 0.2480))["detail"]
     res = Results("flz", "quick", seed=0, config={})
-    res.measure(GT, 0.0101, test_images=10_000)
+    res.measure(GT, 0.0101, test_images=10_000, accuracies=(0.2581, 0.2480))
     res.evaluate([GT])
     assert res.claims[0]["outcome"] == "reproduced"
-    with pytest.raises(ValueError, match="test_images"):
-        Results("flz", "full", seed=0, config={}).measure(GT, 0.01, accuracy=0.9)
+    for kw, match in (({"accuracies": (0.9,)}, "go together"), ({"test_images": 10_000}, "go together"),
+                      ({"test_images": 10_000, "accuracies": (0.30, 0.25)}, "not the difference")):
+        with pytest.raises(ValueError, match=match):
+            Results("flz", "full", seed=0, config={}).measure(GT, 0.01, **kw)
+
+
+def test_measure_difference_records_a_minus_b_with_both_accuracies():
+    from fedlib.results import Results
+
+    res = Results("flz", "full", seed=0, config={})
+    res.measure_difference(GT, 0.2581, 0.2480, "A 0.2581, B 0.2480", test_images=10_000)
+    res.measure_difference(CLOSE, 0.5, None, "B not run", setting="mnist", test_images=10_000)
+    assert res.measured["gt"]["value"] == pytest.approx(0.0101)
+    assert res.measured["gt"]["sampling"] == {"test_images": 10_000, "accuracies": [0.2581, 0.2480]}
+    assert res.measured["close/mnist"] == {"value": None, "detail": "B not run"}
 
 
 @pytest.mark.parametrize("claim,bound,verdict", [

@@ -22,7 +22,7 @@ from fedlib import checkpoint as checkpoint_io
 from fedlib.algorithms.adpdfl import PROTOCOLS, choose_leader, gossip_graph, mixing_matrix, privatize
 from fedlib.data.datasets import Split
 from fedlib.fl import LocalSGD, LocalTrainer, get_flat, sample_clients
-from fedlib.fl.engine import RunSummary
+from fedlib.fl.engine import CORRECT, RunSummary, pack_correct
 from fedlib.rng import make_generator
 
 
@@ -99,6 +99,8 @@ class DecentralizedResult:
             test subset asked for), ``mean_after`` (mean over the training DCs after aggregation), ``leader``
             of the round (pseudo-central).
         rounds_completed: rounds run (fewer than T if too few DCs had rounds left).
+        correct: which test images the model of the last evaluated round's ``accuracy`` classifies correctly
+            (the first of the best, on the CPU; None without an evaluated round), for paired tests between runs.
     """
 
     models: Tensor
@@ -106,6 +108,7 @@ class DecentralizedResult:
     metrics: list[dict[str, float]]
     rounds_completed: int
     elapsed_s: float
+    correct: Tensor | None = None
 
     @property
     def final_accuracy(self) -> float:
@@ -116,8 +119,11 @@ class DecentralizedResult:
         return [int(m["round"]) for m in rows], [float(m[key]) for m in rows]
 
     def summary(self, **extra: float) -> RunSummary:
-        """The run without its models (what a full-mode unit keeps), with ``extra`` numbers of the final models."""
-        return RunSummary([dict(m) for m in self.metrics], self.rounds_completed, self.elapsed_s, False, dict(extra))
+        """The run without its models (what a full-mode unit keeps), with ``extra`` numbers of the final models and
+        the per-image correctness of the reported model (``extra[CORRECT]``)."""
+        kept = {} if self.correct is None else {CORRECT: pack_correct(self.correct)}
+        return RunSummary([dict(m) for m in self.metrics], self.rounds_completed, self.elapsed_s, False,
+                          {**extra, **kept})
 
 
 FINAL_MODELS = ("random", "average", "leader")
@@ -275,7 +281,7 @@ def run_decentralized(model: nn.Module, train: Split, clients: Sequence[Tensor],
         if path is not None:
             checkpoint_io.save(path, ident, state)
     return DecentralizedResult(state["models"], state["leader_model"], state["metrics"], len(state["metrics"]),
-                               time.perf_counter() - began)
+                               time.perf_counter() - began, state.get("correct"))
 
 
 def _round(t: int, chosen: tuple[int, ...], state: dict, cfg: DecentralizedConfig, trainer: LocalTrainer,
@@ -321,6 +327,7 @@ def _round(t: int, chosen: tuple[int, ...], state: dict, cfg: DecentralizedConfi
         acc = _accuracy(correct)
         acc_local, acc_after = acc[:len(local)], acc[len(local):]
         row.update(accuracy=float(acc.max()), mean_after=float(acc_after.mean()), mean_local=float(acc_local.mean()))
+        state["correct"] = correct[int(acc.argmax())].cpu()  # the model the metric reads, for paired tests
         for name, mask in subsets.items():
             row[f"accuracy_{name}"] = float(_accuracy(correct[:, mask]).max())
     state["metrics"].append(row)

@@ -32,6 +32,7 @@ from fedlib.algorithms.adpdfl import (
 )
 from fedlib.algorithms.decentralized import (
     DecentralizedConfig,
+    correct_many,
     evaluate_many,
     final_model,
     run_decentralized,
@@ -42,7 +43,7 @@ from fedlib.data.partition import partition
 from fedlib.experiments.audit import add_audit_table, chapter_audit
 from fedlib.experiments.common import Federation, checkpoint_path, device, fresh_model, train_unit
 from fedlib.fl import FLConfig, LocalSGD, run_federated
-from fedlib.fl.engine import RunSummary
+from fedlib.fl.engine import CORRECT, RunSummary, pack_correct
 from fedlib.ledger import Claim
 from fedlib.results import Results
 from fedlib.rng import make_generator
@@ -73,6 +74,10 @@ MODELS = {"mnist": "mlp", "cifar10": "cnn_adpdfl"}
 IMAGES = {"mnist": 60_000, "cifar10": 50_000}  # training images of the official splits
 NAMES = {"mnist": "MNIST", "cifar10": "CIFAR-10", "iid": "IID", "non-iid": "non-IID",
          "gossip": "gossip", "pseudo_central": "pseudo-central"}
+#: two runs (a, b) whose test accuracies a claim compares (the value acc(a) − acc(b))
+Pair = tuple["Spec", "Spec"]
+#: what a claim's metric reads off the runs: a pair of runs, a plain number (a mean over runs or cells), or None
+Read = Pair | float | None
 #: the two readings of the noise std: eq. 5.3's σ·2C/n_i, or Theorem 8's wording σ·2C/m (m = M)
 NOISE_READINGS = {"n": "std 2Cσ/n_i (eq. 5.3)", "m": "std 2Cσ/m (Theorem 8's wording)"}
 #: the two readings of DP-FedAvg (B5.2): client-side σ·2C/n_i (the chapter's mechanism), or the server's σ·C/m_tcs
@@ -254,8 +259,10 @@ def train_one(spec: Spec, cfg: ADPDFLConfig, fed: Federation, seed: int, *, chec
         out = run_federated(model, fed.train, fed.clients, fed.test, fl,
                             dp_fedavg(spec.bound, sigma, spec.fedavg_noise), checkpoint=ckpt, progress=progress,
                             device=device(), channels_last=channels_last)
+        correct = correct_many(model, out.params[None], fed.test.x, fed.test.y)[0]
         return out.summary(**{f"accuracy_{k}": float(evaluate_many(model, out.params[None], fed.test.x[m],
-                                                                   fed.test.y[m])[0]) for k, m in subsets.items()})
+                                                                   fed.test.y[m])[0]) for k, m in subsets.items()},
+                           **{CORRECT: pack_correct(correct.cpu())})
     dc = DecentralizedConfig(spec.protocol, spec.rounds, spec.m_tcs, spec.m_e, cfg.local, cfg.lr,
                              bound=None if spec.framework == "Non-Private" else spec.bound, sigma=sigma,
                              noise_denominator=None if spec.framework == "Non-Private" else
@@ -709,42 +716,53 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
     def t54(ds: str, part: str, fw: str, proto: str = "pseudo_central", fedavg: str = "client") -> Spec:
         return t54_spec(cfg, ds, part, fw, proto, fedavg)
 
-    def measure(claim_id: str, setting: str, value: Callable[[], float] | None, values: dict[str, Spec | None],
-                detail: str = "", bound: Callable[[], float | None] | None = None, pair: bool = True) -> None:
-        """Record ``value()`` when every run it reads has a result (and the claim is evaluated in this mode); the
+    def measure(claim_id: str, setting: str, value: Callable[[], Read] | None, values: dict[str, Spec | None],
+                detail: str = "", bound: Callable[[], Read] | None = None, pair: bool = True) -> None:
+        """Record the value when every run it reads has a result (and the claim is evaluated in this mode); the
         detail names those results. ``bound``: in full mode, where units accumulate, an upper bound of the value
         from the runs done so far, recorded while some are missing (it decides the verdict only where the missing
-        runs cannot change it). ``pair``: the value is one run's test accuracy minus another's (so the test set's
-        sampling bound applies); False for means over several runs or cells."""
+        runs cannot change it). ``pair``: ``value()`` (and ``bound()``) name two runs (a, b), the value is
+        acc(a) − acc(b) and carries the test set's sampling bound (paired where both runs kept their per-image
+        results); False: ``value()`` is a plain number (means over runs or cells)."""
         got = {k: None if s is None else acc(s) for k, s in values.items()}
         ready = all(v is not None for v in got.values()) and value is not None and res.mode in claim[claim_id].modes
         at_most = not ready and bound is not None and res.mode == "full" and "full" in claim[claim_id].modes
         text = ", ".join(f"{k}: {'not run' if v is None else f'{v:.4f}'}" for k, v in got.items())
         ds = next((s.dataset for s in values.values() if s is not None), None)
-        res.measure(claim[claim_id], value() if ready else bound() if at_most else None,
-                    "; ".join(t for t in (text, detail) if t), setting=setting, at_most=at_most,
-                    test_images=tests.get(ds) if pair else None)
+        read = value() if ready else bound() if at_most else None
+        detail = "; ".join(t for t in (text, detail) if t)
+        if not pair or read is None:
+            res.measure(claim[claim_id], read, detail, setting=setting, at_most=at_most)
+            return
+        accs = (acc(read[0]), acc(read[1]))
+        n, bits = tests.get(ds), [runs[s].correct() for s in read]
+        res.measure(claim[claim_id], accs[0] - accs[1], detail, setting=setting, at_most=at_most, test_images=n,
+                    accuracies=None if n is None else accs,
+                    disagreement=None if n is None or None in bits else float((bits[0] != bits[1]).double().mean()))
 
-    def named_and_rest(specs: dict[str, Spec | None], named: str, partial: bool) -> tuple[float | None, list[float]]:
-        """acc(named) and the accuracies of the other runs (``partial``: only those that have a result)."""
-        accs = [None if s is None else acc(s) for k, s in specs.items() if k != named]
-        return (None if specs[named] is None else acc(specs[named]),
-                [a for a in accs if a is not None] if partial else accs)
+    def named_and_rest(specs: dict[str, Spec | None], named: str, partial: bool) -> tuple[Spec | None, list[Spec]]:
+        """The named run (None if it has no result) and the other runs (``partial``: only those with a result;
+        else None unless all have one)."""
+        rest = [s for k, s in specs.items() if k != named]
+        done = [s for s in rest if s is not None and acc(s) is not None]
+        top = specs[named]
+        return (top if top is not None and acc(top) is not None else None,
+                done if partial or len(done) == len(rest) else [])
 
-    def spread(specs: dict[str, Spec | None], best: str, *, partial: bool = False) -> Callable[[], float | None]:
-        """acc(best) − the best of the others (">" claims: the named run is the best); ``partial``: over the others
-        that have a result, an upper bound (None without acc(best) or any other)."""
-        def value() -> float | None:
+    def spread(specs: dict[str, Spec | None], best: str, *, partial: bool = False) -> Callable[[], Pair | None]:
+        """(the named run, the best of the others) (">" claims: the named run is the best); ``partial``: over the
+        others that have a result, an upper bound of the difference (None without acc(best) or any other)."""
+        def value() -> Pair | None:
             top, rest = named_and_rest(specs, best, partial)
-            return None if top is None or not rest else top - max(rest)
+            return None if top is None or not rest else (top, max(rest, key=acc))
         return value
 
-    def lowest(specs: dict[str, Spec | None], worst: str, *, partial: bool = False) -> Callable[[], float | None]:
-        """The worst of the others − acc(worst) (">" claims: the named run is the worst); ``partial``: over the
-        others that have a result, an upper bound (None without acc(worst) or any other)."""
-        def value() -> float | None:
+    def lowest(specs: dict[str, Spec | None], worst: str, *, partial: bool = False) -> Callable[[], Pair | None]:
+        """(the worst of the others, the named run) (">" claims: the named run is the worst); ``partial``: over the
+        others that have a result, an upper bound of the difference (None without acc(worst) or any other)."""
+        def value() -> Pair | None:
             low, rest = named_and_rest(specs, worst, partial)
-            return None if low is None or not rest else min(rest) - low
+            return None if low is None or not rest else (min(rest, key=acc), low)
         return value
 
     for ds in ("mnist", "cifar10"):
@@ -753,18 +771,19 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
             for proto in ("gossip", "pseudo_central"):
                 p, q = t54(ds, part, "ADPDFL", proto), t54(ds, part, "Non-Private", proto)
                 measure(f"private_close_to_nonprivate{sfx}", f"{NAMES[part]}, {NAMES[proto]}",
-                        lambda p=p, q=q: acc(p) - acc(q), {"ADPDFL": p, "Non-Private": q})
+                        lambda p=p, q=q: (p, q), {"ADPDFL": p, "Non-Private": q})
             for reading, text in FEDAVG_READINGS.items():
                 fed = t54(ds, part, "DP-FedAvg", fedavg=reading)
                 pc = t54(ds, part, "ADPDFL")
-                measure(f"close_to_dp_fedavg{sfx}", f"{NAMES[part]}, {text}", lambda pc=pc, fed=fed: acc(pc) - acc(fed),
+                measure(f"close_to_dp_fedavg{sfx}", f"{NAMES[part]}, {text}",
+                        lambda pc=pc, fed=fed: (pc, fed),
                         {"pseudo-central ADPDFL": pc, "DP-FedAvg": fed})
                 others = {"DP-FedAvg": fed, **{f: t54(ds, part, f.split()[1], "gossip" if f.startswith("Gossip")
                                                       else "pseudo_central") for f in FRAMEWORKS[:4]}}
                 measure(f"dp_fedavg_best{sfx}", f"{NAMES[part]}, {text}", spread(others, "DP-FedAvg"), others,
                         bound=spread(others, "DP-FedAvg", partial=True))
             g, p = t54(ds, part, "ADPDFL", "gossip"), t54(ds, part, "ADPDFL")
-            measure(f"pseudo_central_beats_gossip{sfx}", NAMES[part], lambda g=g, p=p: acc(p) - acc(g),
+            measure(f"pseudo_central_beats_gossip{sfx}", NAMES[part], lambda g=g, p=p: (p, g),
                     {"pseudo-central": p, "gossip": g})
         for reading in NOISE_READINGS:
             bounds = {f"C = {c:g}": Spec(ds, "iid", "ADPDFL", m_tcs=mt, bound=c, rounds=short, noise=reading)
@@ -792,15 +811,15 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
         grid = by(ms, lambda m: Spec("mnist", part, "ADPDFL", m_tcs=m, rounds=rounds))
         inner, ends = list(grid.values())[1:-1], (grid[str(ms[0])], grid[str(ms[-1])])
         measure("m_tcs_interior_optimum", setting,
-                (lambda i=inner, e=ends: max(acc(s) for s in i) - max(acc(s) for s in e)) if inner else None, grid)
+                (lambda i=inner, e=ends: (max(i, key=acc), max(e, key=acc))) if inner else None, grid)
         measure("m_tcs_best_is_80", setting, spread(grid, "80") if "80" in grid else None, grid)
     eps = by(sorted({*cfg.epsilons}), lambda e: Spec("mnist", "iid", "ADPDFL", m_tcs=mt, epsilon=e, rounds=short))
-    measure("higher_epsilon_helps", "", (lambda: acc(eps["16.0"]) - acc(eps["1.0"]))
+    measure("higher_epsilon_helps", "", (lambda: (eps["16.0"], eps["1.0"]))
             if {"1.0", "16.0"} <= set(eps) else None, eps)
     ts = by(cfg.round_sweep, lambda t: Spec("mnist", "iid", "ADPDFL", m_tcs=mt, rounds=t))
-    measure("more_rounds_help", "", (lambda: acc(ts[str(max(cfg.round_sweep))]) - acc(ts[str(min(cfg.round_sweep))]))
+    measure("more_rounds_help", "", (lambda: (ts[str(max(cfg.round_sweep))], ts[str(min(cfg.round_sweep))]))
             if len(ts) > 1 else None, ts)
-    measure("rounds_dip_at_30", "", (lambda: acc(ts["20"]) - acc(ts["30"])) if {"20", "30"} <= set(ts) else None, ts)
+    measure("rounds_dip_at_30", "", (lambda: (ts["20"], ts["30"])) if {"20", "30"} <= set(ts) else None, ts)
 
     # Figs. 5.5-5.8 and Table 5.2 (MNIST gossip)
     def gossip(ds: str, part: str, cells: Sequence[tuple[int, int]]) -> dict[tuple[int, int], Spec]:
@@ -808,10 +827,10 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
 
     iid = gossip("mnist", "iid", cfg.gossip_cells)
     col = {f"m_tcs = {m}": iid.get((m, 50)) for m in (60, 80)}
-    measure("gossip_m_tcs_60_to_80", "", (lambda: acc(col["m_tcs = 80"]) - acc(col["m_tcs = 60"]))
+    measure("gossip_m_tcs_60_to_80", "", (lambda: (col["m_tcs = 80"], col["m_tcs = 60"]))
             if all(col.values()) else None, col)
     col = {f"m_tcs = {m}": iid.get((m, 50)) for m in (80, 90)}
-    measure("gossip_90_close_to_80", "", (lambda: acc(col["m_tcs = 90"]) - acc(col["m_tcs = 80"]))
+    measure("gossip_90_close_to_80", "", (lambda: (col["m_tcs = 90"], col["m_tcs = 80"]))
             if all(col.values()) else None, col)
     for m in (70, 80, 90):
         row = {f"m_e = {e}": iid.get((m, e)) for e in (30, 40, 50, 60)}
@@ -831,7 +850,7 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
     # each claim waits only for the runs its metric reads (not the whole sweep)
     grow = {m: pc[m] for m in ("20", "60") if m in pc}
     dip = {m: pc[m] for m in ("20", "30", "40") if m in pc}
-    measure("cifar10_m_tcs_increases", "", (lambda: acc(pc["60"]) - acc(pc["20"])) if len(grow) == 2 else None, grow)
+    measure("cifar10_m_tcs_increases", "", (lambda: (pc["60"], pc["20"])) if len(grow) == 2 else None, grow)
     measure("cifar10_m_tcs_30_dip", "", lowest(dip, "30") if len(dip) == 3 else None, dip)
     cg = gossip("cifar10", "iid", cfg.cifar_gossip_cells)
     for m, best in ((70, 40), (80, 30)):
@@ -840,11 +859,11 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
                 spread(row, f"m_e = {best}") if all(row.values()) else None, row,
                 bound=spread(row, f"m_e = {best}", partial=True))
     row = {f"m_e = {e}": cg.get((90, e)) for e in (40, 50)}
-    measure("cifar10_gossip_40_close_to_50", "", (lambda: acc(row["m_e = 40"]) - acc(row["m_e = 50"]))
+    measure("cifar10_gossip_40_close_to_50", "", (lambda: (row["m_e = 40"], row["m_e = 50"]))
             if all(row.values()) else None, row)
     pn = by(cfg.cifar_m_tcs_noniid, lambda m: Spec("cifar10", "non-iid", "ADPDFL", m_tcs=m, rounds=long))
     grow = {m: pn[m] for m in ("60", "90") if m in pn}
-    measure("cifar10_noniid_m_tcs_increases", "", (lambda: acc(pn["90"]) - acc(pn["60"])) if len(grow) == 2 else None,
+    measure("cifar10_noniid_m_tcs_increases", "", (lambda: (pn["90"], pn["60"])) if len(grow) == 2 else None,
             grow)
     t53 = gossip("cifar10", "non-iid", cfg.t53)
     full_t53 = set(t53) == set(T53)

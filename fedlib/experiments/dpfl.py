@@ -600,44 +600,45 @@ def _measure(res: Results, cfg: DPFLConfig, runs: dict[int, _Runs], privacy: lis
             best = {n: r.best(v) for n, v in name.items()}
             final = {n: r.final(v) for n, v in name.items()}
             shown = ", ".join(f"{n} {v}" for n, v in best.items())
-            res.measure(claim["vanilla_above_ldp"], _sub(r.best("vanilla-FL"), _max(*best.values())),
-                        f"best accuracy: vanilla-FL {r.best('vanilla-FL')}, {shown}", setting=setting, test_images=n)
-            res.measure(claim["topk_helps"], _sub(best[top], best["plain LDP-FL"]), shown, setting=setting,
-                        test_images=n)
-            res.measure(claim["mgd_helps"], _sub(best["+ Global-MGD"], best["plain LDP-FL"]), shown, setting=setting,
-                        test_images=n)
+            res.measure_difference(claim["vanilla_above_ldp"], r.best("vanilla-FL"), _max(*best.values()),
+                                   f"best accuracy: vanilla-FL {r.best('vanilla-FL')}, {shown}", setting=setting,
+                                   test_images=n)
+            res.measure_difference(claim["topk_helps"], best[top], best["plain LDP-FL"], shown, setting=setting,
+                                   test_images=n)
+            res.measure_difference(claim["mgd_helps"], best["+ Global-MGD"], best["plain LDP-FL"], shown,
+                                   setting=setting, test_images=n)
             finals = ", ".join(f"{n} {v}" for n, v in final.items())
-            res.measure(claim["proposed_beats_plain"], _sub(final["proposed LDP-FL"], final["plain LDP-FL"]),
-                        f"final accuracy: {finals}", setting=setting, test_images=n)
-            res.measure(claim["proposed_beats_each_technique"],
-                        _sub(final["proposed LDP-FL"], _max(final[top], final["+ Global-MGD"])),
-                        f"final accuracy: {finals}", setting=setting, test_images=n)
+            res.measure_difference(claim["proposed_beats_plain"], final["proposed LDP-FL"], final["plain LDP-FL"],
+                                   f"final accuracy: {finals}", setting=setting, test_images=n)
+            res.measure_difference(claim["proposed_beats_each_technique"], final["proposed LDP-FL"],
+                                   _max(final[top], final["+ Global-MGD"]), f"final accuracy: {finals}",
+                                   setting=setting, test_images=n)
         res.measure(claim["proposed_ldp_accuracy"], _sub(r.best("proposed LDP-FL"), s.paper_ldp),
                     f"best accuracy {r.best('proposed LDP-FL')} after {r.rounds('proposed LDP-FL')} rounds",
-                    test_images=n, accuracy=r.best("proposed LDP-FL"))
+                    test_images=n, accuracies=(r.best("proposed LDP-FL"),))
         res.measure(claim["beats_sun_ldpfl"], _sub(r.best("proposed LDP-FL"), 0.9536),
                     f"best accuracy {r.best('proposed LDP-FL')} vs LDPFL (Sun et al., 2021) 0.9536 (quoted)",
-                    test_images=n, accuracy=r.best("proposed LDP-FL"))
+                    test_images=n, accuracies=(r.best("proposed LDP-FL"),))
         rounds = r.rounds("proposed LDP-FL")
         res.measure(claim["ldp_budget_rounds"], _sub(rounds, s.paper_ldp_rounds), f"{rounds} rounds")
         accs = {rate: r.best(name) for rate, name in lcdp.items()}
         shown = ", ".join(f"top-{rate:.0%}: {a}" for rate, a in accs.items())
         others = [a for rate, a in accs.items() if rate != cfg.top_rate]
-        res.measure(claim["lcdp_top10_best"], _sub(accs[cfg.top_rate], _max(*others)), shown, test_images=n)
+        res.measure_difference(claim["lcdp_top10_best"], accs[cfg.top_rate], _max(*others), shown, test_images=n)
         low = min(cfg.top_rates)
-        res.measure(claim["top1_worst"], _sub(_min(*[a for rate, a in accs.items() if rate != low]), accs[low]), shown,
-                    test_images=n)
+        res.measure_difference(claim["top1_worst"], _min(*[a for rate, a in accs.items() if rate != low]),
+                               accs[low], shown, test_images=n)
         for setting in (GEYER, AFTER):
-            res.measure(claim["lcdp_below_vanilla"], _sub(r.best("vanilla-FL"), r.best(variant_of[setting])),
-                        f"vanilla-FL {r.best('vanilla-FL')}, {variant_of[setting]} {r.best(variant_of[setting])}",
-                        setting=setting, test_images=n)
+            res.measure_difference(claim["lcdp_below_vanilla"], r.best("vanilla-FL"), r.best(variant_of[setting]),
+                                   f"vanilla-FL {r.best('vanilla-FL')}, {variant_of[setting]} "
+                                   f"{r.best(variant_of[setting])}", setting=setting, test_images=n)
         cdp = r.best("CDP-FL (Geyer et al.)")
         for setting, name in variant_of.items():
-            res.measure(claim["lcdp_beats_cdp"], _sub(r.best(name), cdp),
-                        f"{name} {r.best(name)} vs CDP-FL re-run {cdp} (paper: 0.8024 vs Geyer et al.'s "
-                        "published 0.78)", setting=setting, test_images=n)
+            res.measure_difference(claim["lcdp_beats_cdp"], r.best(name), cdp,
+                                   f"{name} {r.best(name)} vs CDP-FL re-run {cdp} (paper: 0.8024 vs Geyer et al.'s "
+                                   "published 0.78)", setting=setting, test_images=n)
         res.measure(claim["lcdp_accuracy"], _sub(r.best(lcdp10), s.paper_lcdp), f"best accuracy {r.best(lcdp10)}",
-                    test_images=n, accuracy=r.best(lcdp10))
+                    test_images=n, accuracies=(r.best(lcdp10),))
         rounds = r.rounds(lcdp10)
         res.measure(claim["cdp_budget_rounds"], _sub(rounds, s.paper_lcdp_rounds),
                     f"{rounds} rounds (the thesis's 11 rounds spend ε = 8.15 > 8 with our accountant)")
@@ -649,20 +650,23 @@ def _measure(res: Results, cfg: DPFLConfig, runs: dict[int, _Runs], privacy: lis
     r = runs.get(SETTING_1000.num_clients)
     if r is not None:
         s, n = r.s, len(r.fed.test)
-        res.measure(claim["proposed_beats_plain_1000"], _sub(r.best("proposed LDP-FL"), r.best("plain LDP-FL")),
-                    f"proposed {r.best('proposed LDP-FL')}, plain {r.best('plain LDP-FL')}", test_images=n)
-        res.measure(claim["proposed_close_to_vanilla_1000"], _sub(r.best("proposed LDP-FL"), r.best("vanilla-FL")),
-                    f"proposed {r.best('proposed LDP-FL')}, vanilla-FL {r.best('vanilla-FL')}", test_images=n)
+        res.measure_difference(claim["proposed_beats_plain_1000"], r.best("proposed LDP-FL"), r.best("plain LDP-FL"),
+                               f"proposed {r.best('proposed LDP-FL')}, plain {r.best('plain LDP-FL')}", test_images=n)
+        res.measure_difference(claim["proposed_close_to_vanilla_1000"], r.best("proposed LDP-FL"), r.best("vanilla-FL"),
+                               f"proposed {r.best('proposed LDP-FL')}, vanilla-FL {r.best('vanilla-FL')}",
+                               test_images=n)
         res.measure(claim["proposed_ldp_accuracy_1000"], _sub(r.best("proposed LDP-FL"), s.paper_ldp),
-                    f"best accuracy {r.best('proposed LDP-FL')}", test_images=n, accuracy=r.best("proposed LDP-FL"))
+                    f"best accuracy {r.best('proposed LDP-FL')}", test_images=n,
+                    accuracies=(r.best("proposed LDP-FL"),))
         rounds = r.rounds("proposed LDP-FL")
         res.measure(claim["ldp_budget_rounds_1000"], _sub(rounds, s.paper_ldp_rounds), f"{rounds} rounds")
-        res.measure(claim["lcdp_beats_cdp_1000"], _sub(r.best(lcdp10), r.best("CDP-FL (Geyer et al.)")),
-                    f"LCDP-FL {r.best(lcdp10)}, CDP-FL re-run {r.best('CDP-FL (Geyer et al.)')}", test_images=n)
+        res.measure_difference(claim["lcdp_beats_cdp_1000"], r.best(lcdp10), r.best("CDP-FL (Geyer et al.)"),
+                               f"LCDP-FL {r.best(lcdp10)}, CDP-FL re-run {r.best('CDP-FL (Geyer et al.)')}",
+                               test_images=n)
         res.measure(claim["lcdp_accuracy_1000"], _sub(r.best(lcdp10), s.paper_lcdp), f"best accuracy {r.best(lcdp10)}",
-                    test_images=n, accuracy=r.best(lcdp10))
-        res.measure(claim["lcdp_below_ldp_1000"], _sub(r.best("proposed LDP-FL"), r.best(lcdp10)),
-                    f"proposed LDP-FL {r.best('proposed LDP-FL')}, LCDP-FL {r.best(lcdp10)}", test_images=n)
+                    test_images=n, accuracies=(r.best(lcdp10),))
+        res.measure_difference(claim["lcdp_below_ldp_1000"], r.best("proposed LDP-FL"), r.best(lcdp10),
+                               f"proposed LDP-FL {r.best('proposed LDP-FL')}, LCDP-FL {r.best(lcdp10)}", test_images=n)
         rounds = r.rounds(lcdp10)
         res.measure(claim["cdp_budget_rounds_1000"], _sub(rounds, s.paper_lcdp_rounds), f"{rounds} rounds")
     row = next((p for p in privacy if p["clients"] == SETTING_100.num_clients and p["track"] == "LDP-FL"

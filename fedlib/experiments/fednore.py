@@ -805,24 +805,24 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
             acc = {k: None if o is None else o.best_accuracy for k, o in (("plain", plain), ("nore1", nore1),
                                                                           ("nore2", nore2))}
             shown = ", ".join(f"{k} {fmt(a)}" for k, a in acc.items())
-            res.measure(claim["nore1_improves"], _sub(acc["nore1"], acc["plain"]), shown, setting=setting,
-                        test_images=tests["mlp"])
-            res.measure(claim["nore2_improves"], _sub(acc["nore2"], acc["plain"]), shown, setting=setting,
-                        test_images=tests["mlp"])
+            res.measure_difference(claim["nore1_improves"], acc["nore1"], acc["plain"], shown, setting=setting,
+                                   test_images=tests["mlp"])
+            res.measure_difference(claim["nore2_improves"], acc["nore2"], acc["plain"], shown, setting=setting,
+                                   test_images=tests["mlp"])
             value, detail = _fewer_rounds(nore2, plain)
             res.measure(claim["nore2_fewer_rounds"], value, detail, setting=setting)
-            res.measure(claim["nore2_beats_nore1"], _sub(acc["nore2"], acc["nore1"]), shown, setting=setting,
-                        test_images=tests["mlp"])
+            res.measure_difference(claim["nore2_beats_nore1"], acc["nore2"], acc["nore1"], shown, setting=setting,
+                                   test_images=tests["mlp"])
         main = mlp.r
         scaled = main.lam_scale != (1.0, 1.0)
         grid1 = {lam: mlp.best(mlp.find("nore1", main.sigma, lam, scaled=scaled)) for lam in main.grid1}
         others = [a for lam, a in grid1.items() if lam != lam1]
-        res.measure(claim["nore1_lambda1_best"], None if not others or None in others else
-                    _sub(grid1.get(lam1), max(others)), ", ".join(f"λ1 = {k:g}: {fmt(a)}" for k, a in grid1.items()),
-                    test_images=tests["mlp"])
+        res.measure_difference(claim["nore1_lambda1_best"], grid1.get(lam1),
+                               None if not others or None in others else max(others),
+                               ", ".join(f"λ1 = {k:g}: {fmt(a)}" for k, a in grid1.items()), test_images=tests["mlp"])
         grid2 = {lam: mlp.best(mlp.find("nore2", main.sigma, lam, scaled=scaled)) for lam in (25.0, 200.0)}
-        res.measure(claim["nore2_grows_with_lambda"], _sub(grid2[200.0], grid2[25.0]),
-                    ", ".join(f"λ2 = {k:g}: {fmt(a)}" for k, a in grid2.items()), test_images=tests["mlp"])
+        res.measure_difference(claim["nore2_grows_with_lambda"], grid2[200.0], grid2[25.0],
+                               ", ".join(f"λ2 = {k:g}: {fmt(a)}" for k, a in grid2.items()), test_images=tests["mlp"])
         low, high = _gains(mlp, PAPER_SIGMA, main.lr, scaled=False), _gains(mlp, 40.0, main.lr, scaled=False)
         detail = (f"σ = 8: plain {fmt(low['plain'])}, gains {fmt(low['nore1_gain'])} / {fmt(low['nore2_gain'])}; "
                   f"σ = 40: plain {fmt(high['plain'])}, gains {fmt(high['nore1_gain'])} / {fmt(high['nore2_gain'])} "
@@ -830,24 +830,27 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
         res.measure(claim["nore1_large_noise"], _sub(high["nore1_gain"], low["nore1_gain"]), detail, setting=SIGMAS)
         res.measure(claim["nore2_moderate_noise"], _sub(low["nore2_gain"], high["nore2_gain"]), detail,
                     setting=SIGMAS)
-        res.measure(claim["nore2_above_plain_at_large_sigma"], high["nore2_gain"], detail, test_images=tests["mlp"])
-        res.measure(claim["nore1_above_nore2_at_large_sigma"], _sub(high["nore1"], high["nore2"]), detail,
-                    test_images=tests["mlp"])
+        res.measure_difference(claim["nore2_above_plain_at_large_sigma"], high["nore2"], high["plain"], detail,
+                               test_images=tests["mlp"])
+        res.measure_difference(claim["nore1_above_nore2_at_large_sigma"], high["nore1"], high["nore2"], detail,
+                               test_images=tests["mlp"])
         four = _gains(mlp, 4.0, main.lr, scaled=False)
-        res.measure(claim["small_sigma_few_rounds"], _sub(low["plain"], four["plain"]),
-                    f"plain DPFL: σ = 8 {fmt(low['plain'])}, σ = 4 {fmt(four['plain'])}", test_images=tests["mlp"])
+        res.measure_difference(claim["small_sigma_few_rounds"], low["plain"], four["plain"],
+                               f"plain DPFL: σ = 8 {fmt(low['plain'])}, σ = 4 {fmt(four['plain'])}",
+                               test_images=tests["mlp"])
         for setting, kind, lam in (("plain DPFL, MLP", "plain", None), ("Fed-nore-1, MLP", "nore1", lam1),
                                    ("Fed-nore-2, MLP", "nore2", lam2)):
             acc = mlp.best(mlp.find(kind, PAPER_SIGMA, lam, scaled=False))
             paper = {"plain": MLP.paper_plain, "nore1": MLP.paper_nore1, "nore2": MLP.paper_nore2}[kind]
             res.measure(claim["t33_accuracy"], _sub(acc, paper), f"best accuracy {fmt(acc)}", setting=setting,
-                        test_images=tests["mlp"], accuracy=acc)
+                        test_images=tests["mlp"], accuracies=(acc,))
     if dropout is not None:
-        res.measure(claim["dropout_balanced"], _sub(dropout["best"], dropout["global_accounting_best"]),
-                    f"drop-out: {dropout['rounds']} rounds, first drop-out in round {dropout['first_drop_out_round']}, "
-                    f"{dropout['dropped_out_at_end']} clients out at the end, best {fmt(dropout['best'])}; global "
-                    f"accounting over the same rounds {fmt(dropout['global_accounting_best'])}",
-                    test_images=tests.get("mlp"))
+        res.measure_difference(claim["dropout_balanced"], dropout["best"], dropout["global_accounting_best"],
+                               f"drop-out: {dropout['rounds']} rounds, first drop-out in round "
+                               f"{dropout['first_drop_out_round']}, {dropout['dropped_out_at_end']} clients out at the "
+                               f"end, best {fmt(dropout['best'])}; global accounting over the same rounds "
+                               f"{fmt(dropout['global_accounting_best'])}",
+                               test_images=tests.get("mlp"))
     cnn = tracks.get("cnn")
     if cnn is not None:
         lam1, lam2 = cnn.r.track.best
@@ -856,20 +859,21 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
             acc = cnn.best(cnn.find(kind, PAPER_SIGMA, lam, scaled=False))
             paper = {"plain": CNN.paper_plain, "nore1": CNN.paper_nore1, "nore2": CNN.paper_nore2}[kind]
             res.measure(claim["t33_accuracy"], _sub(acc, paper), f"best accuracy {fmt(acc)}", setting=setting,
-                        test_images=tests["cnn"], accuracy=acc)
+                        test_images=tests["cnn"], accuracies=(acc,))
         for lr in (0.01, 0.1, 1.0):
             g = _gains(cnn, PAPER_SIGMA, lr, scaled=False)
-            res.measure(claim["nore1_cnn_every_lr"], g["nore1_gain"], f"plain {fmt(g['plain'])}, Fed-nore-1 "
-                        f"{fmt(g['nore1'])}", setting=f"LR {lr:g}", test_images=tests["cnn"])
+            res.measure_difference(claim["nore1_cnn_every_lr"], g["nore1"], g["plain"], f"plain {fmt(g['plain'])}, "
+                                   f"Fed-nore-1 {fmt(g['nore1'])}", setting=f"LR {lr:g}", test_images=tests["cnn"])
             if lr == 0.1:
-                res.measure(claim["nore1_cnn_limited"], g["nore1_gain"], f"plain {fmt(g['plain'])}, Fed-nore-1 "
-                            f"{fmt(g['nore1'])}", test_images=tests["cnn"])
+                res.measure_difference(claim["nore1_cnn_limited"], g["nore1"], g["plain"], f"plain {fmt(g['plain'])}, "
+                                       f"Fed-nore-1 {fmt(g['nore1'])}", test_images=tests["cnn"])
                 value, detail = _fewer_rounds(cnn.run(cnn.find("nore2", PAPER_SIGMA, lam2, scaled=False)),
                                               cnn.run(cnn.find("plain", PAPER_SIGMA)))
                 res.measure(claim["nore2_cnn_fewer_rounds"], value, detail)
             if lr != 0.1:
-                res.measure(claim["nore2_cnn_small_lr" if lr < 0.1 else "nore2_cnn_large_lr"], g["nore2_gain"],
-                            f"plain {fmt(g['plain'])}, Fed-nore-2 {fmt(g['nore2'])}", test_images=tests["cnn"])
+                res.measure_difference(claim["nore2_cnn_small_lr" if lr < 0.1 else "nore2_cnn_large_lr"], g["nore2"],
+                                       g["plain"], f"plain {fmt(g['plain'])}, Fed-nore-2 {fmt(g['nore2'])}",
+                                       test_images=tests["cnn"])
     cifar = tracks.get("cifar")
     if cifar is not None:
         lam1, lam2 = cifar.r.track.best
@@ -879,8 +883,8 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
         acc = {k: None if o is None else o.best_accuracy for k, o in runs.items()}
         p = None if plain is None else plain.best_accuracy
         shown = f"plain {fmt(p)}, " + ", ".join(f"{k} {fmt(a)}" for k, a in acc.items())
-        res.measure(claim["cifar_nore1_improves"], _sub(acc["Fed-nore-1"], p), shown, test_images=tests["cifar"])
-        res.measure(claim["cifar_nore2_improves"], _sub(acc["Fed-nore-2"], p), shown, test_images=tests["cifar"])
+        res.measure_difference(claim["cifar_nore1_improves"], acc["Fed-nore-1"], p, shown, test_images=tests["cifar"])
+        res.measure_difference(claim["cifar_nore2_improves"], acc["Fed-nore-2"], p, shown, test_images=tests["cifar"])
         for setting, out in runs.items():
             value, detail = _fewer_rounds(out, plain)
             res.measure(claim["cifar_fewer_rounds"], value, detail, setting=setting)
@@ -890,15 +894,17 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
         singles = [cifar.best(v) for v in cifar.variants if v.kind in ("nore1", "nore2") and v.lr == cifar.r.lr]
         both = [cifar.best(v) for v in cifar.variants if v.kind == "both"]
         if both and singles:
-            res.measure(claim["combined_worse"], None if None in singles + both else max(singles) - max(both),
-                        f"best single {fmt(None if None in singles else max(singles))}, best Fed-nore-1&2 "
-                        f"{fmt(None if None in both else max(both))}", test_images=tests["cifar"])
+            best_single = None if None in singles else max(singles)
+            best_both = None if None in both else max(both)
+            res.measure_difference(claim["combined_worse"], best_single, best_both,
+                                   f"best single {fmt(best_single)}, best Fed-nore-1&2 {fmt(best_both)}",
+                                   test_images=tests["cifar"])
         for setting, value in (("plain DPFL", p), ("Fed-nore-1, λ1 = 20", acc["Fed-nore-1"]),
                                ("Fed-nore-2, λ2 = 10", acc["Fed-nore-2"])):
             paper = {"plain DPFL": CIFAR.paper_plain, "Fed-nore-1, λ1 = 20": CIFAR.paper_nore1,
                      "Fed-nore-2, λ2 = 10": CIFAR.paper_nore2}[setting]
             res.measure(claim["t32_accuracy"], _sub(value, paper), f"best accuracy {fmt(value)}", setting=setting,
-                        test_images=tests["cifar"], accuracy=value)
+                        test_images=tests["cifar"], accuracies=(value,))
     paper_rows = [p for p in privacy if p["setting"].startswith("the paper")]
     thesis, as_run = paper_rows[0], paper_rows[2]
     res.measure(claim["rdp_convention"], thesis["ours"] / 0.27 - 1,

@@ -1153,13 +1153,13 @@ def _measure(res: Results, tab: _Tables, built: dict, f47_test: int | None) -> N
     for setting, total, init in (("σC = 0.1", 0.1, "kaiming"), ("σC = 1", 1.0, "kaiming"),
                                  ("σC = 0.1, default init", 0.1, "default")):
         lo, hi = f47.get((0.1, total, init)), f47.get((10.0, total, init))
-        res.measure(claim["f47_larger_c_more_accurate"], _diff(hi, lo),
-                    f"final accuracy at σC = {total:g}: C = 0.1: {_fmt(lo, 3)}, C = 10: {_fmt(hi, 3)}",
-                    setting=setting, test_images=f47_test)
+        res.measure_difference(claim["f47_larger_c_more_accurate"], hi, lo,
+                               f"final accuracy at σC = {total:g}: C = 0.1: {_fmt(lo, 3)}, C = 10: {_fmt(hi, 3)}",
+                               setting=setting, test_images=f47_test)
     hi, destroyed = f47.get((10.0, 1.0, "kaiming")), f47.get((10.0, 100.0, "kaiming"))
-    res.measure(claim["f47_large_noise_destroys"], _diff(destroyed, hi),
-                f"final accuracy at C = 10: σC = 1: {_fmt(hi, 3)}, σC = 100: {_fmt(destroyed, 3)}",
-                test_images=f47_test)
+    res.measure_difference(claim["f47_large_noise_destroys"], destroyed, hi,
+                           f"final accuracy at C = 10: σC = 1: {_fmt(hi, 3)}, σC = 100: {_fmt(destroyed, 3)}",
+                           test_images=f47_test)
 
     eps = built["eps"]
     for setting, one, below in (("the thesis's convention", eps["thesis_1"], eps["thesis_below"]),
@@ -1198,4 +1198,4 @@ def _measure(res: Results, tab: _Tables, built: dict, f47_test: int | None) -> N
         ours = f47.get((c, 1.0, "kaiming"))
         res.measure(claim["f47_values"], _diff(ours, F47[(c, 1.0)]),
                     f"final accuracy {_fmt(ours, 3)} (paper {F47[(c, 1.0)]})", setting=f"C = {c:g}",
-                    test_images=f47_test, accuracy=ours)
+                    test_images=f47_test, accuracies=(ours,))

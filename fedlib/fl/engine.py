@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import dataclasses
 import logging
@@ -16,6 +17,7 @@ from pathlib import Path
 from queue import Empty, SimpleQueue
 from typing import Any, Literal
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -141,10 +143,31 @@ class _Metrics:
         return [int(m["round"]) for m in rows], [float(m[key]) for m in rows]
 
 
+#: ``RunSummary.extra`` key of the per-image correctness of the model whose final accuracy the run reports
+CORRECT = "correct"
+
+
+def pack_correct(correct: Tensor) -> dict[str, Any]:
+    """A (N,) bool vector (which test images a model classifies correctly) as a unit file keeps it: N and the bits
+    packed eight to a byte, base64 (1,668 characters for 10,000 images). :func:`unpack_correct` inverts it."""
+    if correct.dtype != torch.bool or correct.dim() != 1:
+        raise ValueError(f"correct must be a 1-D bool tensor, got dtype {correct.dtype} and shape "
+                         f"{tuple(correct.shape)}")
+    bits = correct.cpu().numpy()
+    return {"images": int(bits.size), "packed_bits": base64.b64encode(np.packbits(bits).tobytes()).decode("ascii")}
+
+
+def unpack_correct(packed: dict[str, Any]) -> Tensor:
+    """The (N,) bool vector that :func:`pack_correct` packed."""
+    raw = np.frombuffer(base64.b64decode(packed["packed_bits"]), dtype=np.uint8)
+    return torch.from_numpy(np.unpackbits(raw, count=packed["images"]).astype(bool))
+
+
 @dataclass
 class RunSummary(_Metrics):
     """What a finished run leaves in a unit file: its metrics and outcome, without the parameters. ``extra``
-    holds numbers a chapter computed on the final model inside the unit (e.g. accuracy on a test subset)."""
+    holds numbers a chapter computed on the final model inside the unit (e.g. accuracy on a test subset) and,
+    where the chapter keeps it, the final model's per-image correctness (``extra[CORRECT]``, :meth:`correct`)."""
 
     metrics: list[dict[str, float]]
     rounds_completed: int
@@ -158,6 +181,11 @@ class RunSummary(_Metrics):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunSummary:
         return cls(**data)
+
+    def correct(self) -> Tensor | None:
+        """Which test images the model of the reported final accuracy classifies correctly (None if not kept)."""
+        packed = self.extra.get(CORRECT)
+        return None if packed is None else unpack_correct(packed)
 
 
 @dataclass
