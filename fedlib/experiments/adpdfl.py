@@ -741,8 +741,8 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
                     disagreement=None if n is None or None in bits else float((bits[0] != bits[1]).double().mean()))
 
     def named_and_rest(specs: dict[str, Spec | None], named: str, partial: bool) -> tuple[Spec | None, list[Spec]]:
-        """The named run (None if it has no result) and the other runs (``partial``: only those with a result;
-        else None unless all have one)."""
+        """The named run (None if it has no result) and the other runs that have a result (``partial``), or all
+        the other runs ([] unless every one has a result)."""
         rest = [s for k, s in specs.items() if k != named]
         done = [s for s in rest if s is not None and acc(s) is not None]
         top = specs[named]
@@ -775,8 +775,7 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
             for reading, text in FEDAVG_READINGS.items():
                 fed = t54(ds, part, "DP-FedAvg", fedavg=reading)
                 pc = t54(ds, part, "ADPDFL")
-                measure(f"close_to_dp_fedavg{sfx}", f"{NAMES[part]}, {text}",
-                        lambda pc=pc, fed=fed: (pc, fed),
+                measure(f"close_to_dp_fedavg{sfx}", f"{NAMES[part]}, {text}", lambda pc=pc, fed=fed: (pc, fed),
                         {"pseudo-central ADPDFL": pc, "DP-FedAvg": fed})
                 others = {"DP-FedAvg": fed, **{f: t54(ds, part, f.split()[1], "gossip" if f.startswith("Gossip")
                                                       else "pseudo_central") for f in FRAMEWORKS[:4]}}
