@@ -166,14 +166,16 @@ class Results:
         self.measured[key] = entry
 
     def measure_difference(self, claim: Claim, a: float | None, b: float | None, detail: str = "", *,
-                           setting: str = "", test_images: int | None) -> None:
+                           setting: str = "", test_images: int | None, disagreement: float | None = None) -> None:
         """Record a − b for two models' accuracies a, b on the same ``test_images`` test images (None where either
         has not run), with the test set's sampling bound of that difference (:meth:`measure`; ``test_images`` None:
-        the test set is not known, and the value is recorded without it)."""
+        the test set is not known, and the value is recorded without it; ``disagreement``: the share of images
+        exactly one model gets right, where the runs kept their per-image results)."""
         if a is None or b is None or test_images is None:
             self.measure(claim, None if a is None or b is None else a - b, detail, setting=setting)
         else:
-            self.measure(claim, a - b, detail, setting=setting, test_images=test_images, accuracies=(a, b))
+            self.measure(claim, a - b, detail, setting=setting, test_images=test_images, accuracies=(a, b),
+                         disagreement=disagreement)
 
     def evaluate(self, ledger: Sequence[Claim]) -> None:
         """Evaluate the chapter's ledger on the measured values (every claim and setting gets an entry)."""

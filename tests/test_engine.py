@@ -20,6 +20,8 @@ from fedlib.fl import (
     run_federated,
 )
 from fedlib.checkpoint import CheckpointMismatch
+from fedlib.fl.client import evaluate_per_sample
+from fedlib.fl.engine import RunSummary
 from fedlib.privacy import PrivacyBudget
 from fedlib.rng import make_generator
 
@@ -77,6 +79,7 @@ def test_resume_after_a_kill_gives_identical_numbers(small_fed, tmp_path):
     resumed = run(small_fed, config, stateful_algorithm(), checkpoint=ckpt)
     assert torch.equal(whole.params, resumed.params)
     assert whole.metrics == resumed.metrics
+    assert torch.equal(whole.correct, resumed.correct) and torch.equal(whole.correct_best, resumed.correct_best)
     with pytest.raises(CheckpointMismatch, match=r"written for another run \(config.local.momentum: 0.9 != 0.0\)"):
         run(small_fed, cfg(rounds=6), stateful_algorithm(), checkpoint=ckpt)
 
@@ -215,6 +218,28 @@ def test_autograd_path_with_a_penalty_trains(small_fed):
 def test_divergence_stops_training_with_a_flag(small_fed):
     out = run(small_fed, cfg(rounds=5, lr=1e6))
     assert out.diverged and out.rounds_completed < 5 and out.metrics[-1]["diverged"] == 1.0
+    assert out.correct is None and out.correct_best is None  # no per-image results of a model that blew up
+
+
+def test_a_run_keeps_the_per_image_results_of_its_last_and_its_best_model(small_fed):
+    """What a paired test between two runs needs: which test images the final model and the model of the best
+    accuracy (the first round that reached it) classify correctly; the unit file keeps both. ``evaluate`` counts
+    the same per-image results."""
+
+    _, _, test = small_fed
+    out = run(small_fed, cfg(rounds=6, lr=0.5))
+    accs = [m["accuracy"] for m in out.metrics]
+    assert out.correct.shape == (len(test.y),) and out.correct.dtype == torch.bool
+    assert out.correct.double().mean().item() == pytest.approx(accs[-1], abs=1e-12)
+    assert out.correct_best.double().mean().item() == pytest.approx(max(accs), abs=1e-12)
+    kept = RunSummary.from_dict(out.summary(extra_number=1.0).to_dict())
+    assert torch.equal(kept.correct(), out.correct) and torch.equal(kept.correct(best=True), out.correct_best)
+    assert kept.extra["extra_number"] == 1.0
+    x, y = test.x, test.y
+    model = mlp()
+    correct, loss = evaluate_per_sample(model, out.params, x, y, batch_size=7)
+    assert torch.equal(correct, out.correct) and evaluate(model, out.params, x, y, batch_size=7) == (
+        int(correct.sum()) / len(y), loss)
 
 
 def test_as_dict_names_the_flat_vector_in_parameter_order():

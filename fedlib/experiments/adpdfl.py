@@ -43,7 +43,7 @@ from fedlib.data.partition import partition
 from fedlib.experiments.audit import add_audit_table, chapter_audit
 from fedlib.experiments.common import Federation, checkpoint_path, device, fresh_model, train_unit
 from fedlib.fl import FLConfig, LocalSGD, run_federated
-from fedlib.fl.engine import CORRECT, RunSummary, pack_correct
+from fedlib.fl.engine import CORRECT, RunSummary, disagreement, pack_correct
 from fedlib.ledger import Claim
 from fedlib.results import Results
 from fedlib.rng import make_generator
@@ -735,10 +735,10 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
             res.measure(claim[claim_id], read, detail, setting=setting, at_most=at_most)
             return
         accs = (acc(read[0]), acc(read[1]))
-        n, bits = tests.get(ds), [runs[s].correct() for s in read]
+        n = tests.get(ds)
         res.measure(claim[claim_id], accs[0] - accs[1], detail, setting=setting, at_most=at_most, test_images=n,
                     accuracies=None if n is None else accs,
-                    disagreement=None if n is None or None in bits else float((bits[0] != bits[1]).double().mean()))
+                    disagreement=None if n is None else disagreement(*(runs[s].correct() for s in read)))
 
     def named_and_rest(specs: dict[str, Spec | None], named: str, partial: bool) -> tuple[Spec | None, list[Spec]]:
         """The named run (None if it has no result) and the other runs that have a result (``partial``), or all

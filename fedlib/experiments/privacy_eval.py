@@ -41,6 +41,7 @@ from fedlib.data import DATASETS, blocking_errors, load_dataset, pixel_source
 from fedlib.experiments.common import device, fresh_model, train_unit
 from fedlib.fl import FLConfig, LocalSGD, run_federated
 from fedlib.fl.client import LocalTrainer
+from fedlib.fl.engine import disagreement
 from fedlib.fl.params import as_dict, get_flat, set_flat
 from fedlib.ledger import Claim
 from fedlib.models import num_parameters
@@ -1150,16 +1151,23 @@ def _measure(res: Results, tab: _Tables, built: dict, f47_test: int | None) -> N
                     f"Euclidean {_fmt(a)} dB, cosine {_fmt(b)} dB", setting=_lit(c, s))
 
     f47 = built["f47"]
+
+    def paired(*keys: tuple[float, float, str]) -> float | None:
+        """The share of test images exactly one of two Fig. 4.7 runs' final models gets right (None: not kept)."""
+        runs = [tab.f47.get(k) for k in keys]
+        return None if None in runs else disagreement(*(r.correct() for r in runs))
+
     for setting, total, init in (("σC = 0.1", 0.1, "kaiming"), ("σC = 1", 1.0, "kaiming"),
                                  ("σC = 0.1, default init", 0.1, "default")):
         lo, hi = f47.get((0.1, total, init)), f47.get((10.0, total, init))
         res.measure_difference(claim["f47_larger_c_more_accurate"], hi, lo,
                                f"final accuracy at σC = {total:g}: C = 0.1: {_fmt(lo, 3)}, C = 10: {_fmt(hi, 3)}",
-                               setting=setting, test_images=f47_test)
+                               setting=setting, test_images=f47_test,
+                               disagreement=paired((10.0, total, init), (0.1, total, init)))
     hi, destroyed = f47.get((10.0, 1.0, "kaiming")), f47.get((10.0, 100.0, "kaiming"))
     res.measure_difference(claim["f47_large_noise_destroys"], destroyed, hi,
                            f"final accuracy at C = 10: σC = 1: {_fmt(hi, 3)}, σC = 100: {_fmt(destroyed, 3)}",
-                           test_images=f47_test)
+                           test_images=f47_test, disagreement=paired((10.0, 100.0, "kaiming"), (10.0, 1.0, "kaiming")))
 
     eps = built["eps"]
     for setting, one, below in (("the thesis's convention", eps["thesis_1"], eps["thesis_below"]),

@@ -149,18 +149,26 @@ class LocalTrainer:
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, flat: Tensor, x: Tensor, y: Tensor, batch_size: int = 2000) -> tuple[float, float]:
-    """Test accuracy and mean cross-entropy of parameters ``flat`` on (x, y), the loss summed per block of
-    ``batch_size`` samples; a CNN sees :data:`~fedlib.models.EVAL_CHUNK` of them at a time
-    (:func:`~fedlib.models.forward_in_chunks`: 1.8x faster for cnn_cifar on 2,000 CIFAR-10 images)."""
+def evaluate_per_sample(model: nn.Module, flat: Tensor, x: Tensor, y: Tensor,
+                        batch_size: int = 2000) -> tuple[Tensor, float]:
+    """Which samples of (x, y) parameters ``flat`` classify correctly (an (N,) bool tensor on x's device) and the
+    mean cross-entropy, the loss summed per block of ``batch_size`` samples; a CNN sees
+    :data:`~fedlib.models.EVAL_CHUNK` of them at a time (:func:`~fedlib.models.forward_in_chunks`: 1.8x faster
+    for cnn_cifar on 2,000 CIFAR-10 images)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size!r}")
     set_flat(model, flat)
     model.eval()
-    correct, loss = 0, 0.0
+    correct, loss = [], 0.0
     for s in range(0, len(y), batch_size):
         logits = forward_in_chunks(model, x[s:s + batch_size], model)
         target = y[s:s + batch_size]
         loss += float(F.cross_entropy(logits, target, reduction="sum"))
-        correct += int((logits.argmax(1) == target).sum())
-    return correct / len(y), loss / len(y)
+        correct.append(logits.argmax(1) == target)
+    return torch.cat(correct) if correct else torch.zeros(0, dtype=torch.bool), loss / len(y)
+
+
+def evaluate(model: nn.Module, flat: Tensor, x: Tensor, y: Tensor, batch_size: int = 2000) -> tuple[float, float]:
+    """Test accuracy and mean cross-entropy of parameters ``flat`` on (x, y) (:func:`evaluate_per_sample`)."""
+    correct, loss = evaluate_per_sample(model, flat, x, y, batch_size)
+    return int(correct.sum()) / len(y), loss

@@ -26,7 +26,7 @@ from fedlib.data.datasets import Split
 from fedlib.fl.aggregators import Aggregator, WeightedMean
 from fedlib.fl.backprop import mlp_linears
 from fedlib.fl.batched import BatchedLocalTrainer
-from fedlib.fl.client import LocalSGD, LocalTrainer, Loss, Penalty, evaluate
+from fedlib.fl.client import LocalSGD, LocalTrainer, Loss, Penalty, evaluate, evaluate_per_sample
 from fedlib.fl.component import Component, RoundContext
 from fedlib.fl.params import get_flat, layer_slices
 from fedlib.fl.server import ServerOptimizer
@@ -143,8 +143,9 @@ class _Metrics:
         return [int(m["round"]) for m in rows], [float(m[key]) for m in rows]
 
 
-#: ``RunSummary.extra`` key of the per-image correctness of the model whose final accuracy the run reports
-CORRECT = "correct"
+#: ``RunSummary.extra`` keys of the per-image correctness of the model whose final accuracy the run reports, and
+#: of the model of its best accuracy
+CORRECT, CORRECT_BEST = "correct", "correct_best"
 
 
 def pack_correct(correct: Tensor) -> dict[str, Any]:
@@ -161,6 +162,16 @@ def unpack_correct(packed: dict[str, Any]) -> Tensor:
     """The (N,) bool vector that :func:`pack_correct` packed."""
     raw = np.frombuffer(base64.b64decode(packed["packed_bits"]), dtype=np.uint8)
     return torch.from_numpy(np.unpackbits(raw, count=packed["images"]).astype(bool))
+
+
+def disagreement(a: Tensor | None, b: Tensor | None) -> float | None:
+    """The share of test images exactly one of two models classifies correctly, from their per-image results
+    (None where either run did not keep them): what a paired test of their accuracies' difference needs."""
+    if a is None or b is None:
+        return None
+    if a.shape != b.shape:
+        raise ValueError(f"per-image results of different test sets: {tuple(a.shape)} and {tuple(b.shape)}")
+    return float((a != b).double().mean())
 
 
 @dataclass
@@ -182,9 +193,10 @@ class RunSummary(_Metrics):
     def from_dict(cls, data: dict[str, Any]) -> RunSummary:
         return cls(**data)
 
-    def correct(self) -> Tensor | None:
-        """Which test images the model of the reported final accuracy classifies correctly (None if not kept)."""
-        packed = self.extra.get(CORRECT)
+    def correct(self, best: bool = False) -> Tensor | None:
+        """Which test images the model of the final accuracy (``best``: of ``best_accuracy``) classifies correctly
+        (None if the run did not keep them)."""
+        packed = self.extra.get(CORRECT_BEST if best else CORRECT)
         return None if packed is None else unpack_correct(packed)
 
 
@@ -199,6 +211,9 @@ class RunResult(_Metrics):
         rounds_completed: rounds actually run (fewer than configured if a budget stopped training).
         elapsed_s: wall time of this call (not counting earlier calls before a resume).
         diverged: training stopped because client updates became non-finite.
+        correct, correct_best: which test samples the last evaluated model and the best one (the first round of
+            ``best_accuracy``) classify correctly, for paired tests between runs (None: not evaluated, diverged, or
+            resumed from a checkpoint that did not keep them).
     """
 
     params: Tensor
@@ -207,11 +222,16 @@ class RunResult(_Metrics):
     rounds_completed: int
     elapsed_s: float
     diverged: bool = False
+    correct: Tensor | None = None
+    correct_best: Tensor | None = None
 
     def summary(self, **extra: Any) -> RunSummary:
-        """The run without its parameters and history (what a unit file keeps), with ``extra`` numbers."""
+        """The run without its parameters and history (what a unit file keeps), with ``extra`` numbers and the
+        per-image results of the last and the best evaluated model (``extra[CORRECT]``, ``extra[CORRECT_BEST]``)."""
+        kept = {key: pack_correct(bits) for key, bits in ((CORRECT, self.correct), (CORRECT_BEST, self.correct_best))
+                if bits is not None}
         return RunSummary([dict(m) for m in self.metrics], self.rounds_completed, self.elapsed_s, self.diverged,
-                          dict(extra))
+                          {**extra, **kept})
 
 
 def sample_clients(num_clients: int, m: int, generator: torch.Generator,
@@ -255,11 +275,12 @@ def client_message(transforms: Sequence[ClientTransform], client: int, num_sampl
 
 
 def evaluation_row(model: nn.Module, params: Tensor, test: Split, algorithm: Algorithm, completed: int,
-                   train_loss: float, lr: float) -> dict[str, float]:
-    """The log row of an evaluated round: test accuracy and loss, training loss, γ_t and every part's metrics."""
-    acc, test_loss = evaluate(model, params, test.x, test.y)
-    return {"round": completed, "accuracy": acc, "loss": test_loss, "train_loss": train_loss, "lr": lr,
-            **algorithm.metrics()}
+                   train_loss: float, lr: float) -> tuple[dict[str, float], Tensor]:
+    """The log row of an evaluated round (test accuracy and loss, training loss, γ_t and every part's metrics) and
+    which test samples the model classifies correctly (on the CPU)."""
+    correct, test_loss = evaluate_per_sample(model, params, test.x, test.y)
+    return ({"round": completed, "accuracy": int(correct.sum()) / len(test.y), "loss": test_loss,
+             "train_loss": train_loss, "lr": lr, **algorithm.metrics()}, correct.cpu())
 
 
 class _ClientPool:
@@ -480,8 +501,10 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
     pool = _ClientPool(model, algorithm, 1 if device.type != "cpu" else min(workers, config.clients_per_round),
                        client_batch, channels_last)
     state = checkpoint_io.load(ckpt_path, ident) if ckpt_path is not None else None
+    kept: dict[str, Any] = {}  # per-image results of the best and the last evaluated model
     if state is not None:
         params, metrics, start_round = state["params"], state["metrics"], state["round"]
+        kept = state.get("correct", {}) if metrics else {}  # a checkpoint written before 2026-12-02 has none
         record = _history_from(state["history"])
         for comp, comp_state in zip(algorithm.components(), state["components"]):
             comp.load_state_dict(comp_state)
@@ -523,12 +546,15 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
             completed = t + 1
             row = None
             if test is not None and (completed % config.eval_every == 0 or completed == config.rounds):
-                row = evaluation_row(model, params, test, algorithm, completed, train_loss, lr)
+                row, correct = evaluation_row(model, params, test, algorithm, completed, train_loss, lr)
+                if "best" not in kept or row["accuracy"] > kept["best_accuracy"]:
+                    kept.update(best=correct, best_accuracy=row["accuracy"])
+                kept["final"] = correct
                 metrics.append(row)
             if ckpt_path is not None and (completed % checkpoint_every == 0 or completed == config.rounds):
                 checkpoint_io.save(ckpt_path, ident, {
                     "round": completed, "params": params, "metrics": metrics, "history": _history_state(record),
-                    "components": [c.state_dict() for c in algorithm.components()],
+                    "components": [c.state_dict() for c in algorithm.components()], "correct": kept,
                 })
             if callback is not None and row is not None:
                 callback(completed, row)
@@ -536,4 +562,9 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
         pool.close()
     if record is not None:
         record.models.append(params.clone())
-    return RunResult(params, metrics, record, completed, time.perf_counter() - began, diverged)
+    out = RunResult(params, metrics, record, completed, time.perf_counter() - began, diverged)
+    if "final" in kept and metrics and metrics[-1].get("diverged") is None:
+        out.correct = kept["final"]
+        if kept["best_accuracy"] == out.best_accuracy:  # a resumed run may not know an earlier best round's
+            out.correct_best = kept["best"]
+    return out

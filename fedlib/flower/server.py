@@ -166,8 +166,8 @@ class FedlibStrategy(Strategy):
         self.rounds_completed = completed = t + 1
         row = {"round": completed, "train_loss": train_loss}
         if self.task.test is not None and (completed % cfg.eval_every == 0 or completed == cfg.rounds):
-            row = evaluation_row(self.task.model, self.params, self.task.test, self.algorithm, completed, train_loss,
-                                 cfg.lr_at(t))
+            row, _ = evaluation_row(self.task.model, self.params, self.task.test, self.algorithm, completed,
+                                    train_loss, cfg.lr_at(t))
             # the clients' transforms measured what the server's copies did not run (e.g. top-k's upload size)
             row.update({k: float(v) for k, v in by_client[chosen[-1]].content[TRANSFORM_METRICS].items()})
             self.metrics.append(row)
