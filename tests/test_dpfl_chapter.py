@@ -39,6 +39,11 @@ def test_full_mode_keeps_one_file_per_unit_and_reads_them_back(tmp_path):
     res2 = dpfl.run(dpfl.TINY, mode="full", seed=0, units=again)
     assert set(again.state.values()) == {"done"}
     assert res2.tables == res.tables and res2.claims == res.claims
+    # the differences of two runs' accuracies read both models' per-image results (the paired bound), except where
+    # a run diverged (TINY's LCDP-FL with noise on the average): no per-image results of a model that blew up
+    pairs = [m["sampling"] for m in res2.measured.values() if len(m.get("sampling", {}).get("accuracies", ())) == 2]
+    paired = [p["disagreement"] for p in pairs if "disagreement" in p]
+    assert len(paired) == len(pairs) - 1 >= 15 and all(0 < d < 1 for d in paired)
 
 
 def test_a_defect_name_is_checked():

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +45,7 @@ from fedlib.experiments.common import (
     train_unit,
 )
 from fedlib.fl import Algorithm, FLConfig, LocalSGD, RunSummary, run_federated
+from fedlib.fl.engine import disagreement
 from fedlib.ledger import Claim
 from fedlib.privacy import MOMENTS_ORDERS, compute_rdp, epsilon_curve, noise_norm_ratio, rdp_to_delta
 from fedlib.privacy.sparsify import top_k, top_k_count
@@ -331,17 +332,27 @@ class _Runs:
         out = self.out.get(name)
         return None if out is None else out.rounds_completed
 
+    def pick(self, names: Sequence[str], *, worst: bool = False, final: bool = False) -> str | None:
+        """The run of ``names`` with the highest (``worst``: lowest) best accuracy (``final``: final accuracy); None
+        while any of them has not run."""
+        accs = [(self.final if final else self.best)(n) for n in names]
+        if any(a is None for a in accs):
+            return None
+        return names[accs.index(min(accs) if worst else max(accs))]
+
+    def compare(self, res: Results, claim: Claim, a: str | None, b: str | None, detail: str, *, setting: str = "",
+                final: bool = False) -> None:
+        """Record acc(a) − acc(b), the runs' best (``final``: final) test accuracies, with the test set's sampling
+        bound: paired where both runs kept the per-image results of those models."""
+        acc = self.final if final else self.best
+        bits = [None if x is None or self.out.get(x) is None else self.out[x].correct(best=not final)
+                for x in (a, b)]
+        res.measure_difference(claim, None if a is None else acc(a), None if b is None else acc(b), detail,
+                               setting=setting, test_images=len(self.fed.test), disagreement=disagreement(*bits))
+
 
 def _sub(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
-
-
-def _max(*values: float | None) -> float | None:
-    return None if any(v is None for v in values) else max(values)
-
-
-def _min(*values: float | None) -> float | None:
-    return None if any(v is None for v in values) else min(values)
 
 
 def _noise_anatomy(cfg: DPFLConfig, s: Setting, fed: Federation, seed: int, clients: int = 5) -> list[dict]:
@@ -600,19 +611,16 @@ def _measure(res: Results, cfg: DPFLConfig, runs: dict[int, _Runs], privacy: lis
             best = {n: r.best(v) for n, v in name.items()}
             final = {n: r.final(v) for n, v in name.items()}
             shown = ", ".join(f"{n} {v}" for n, v in best.items())
-            res.measure_difference(claim["vanilla_above_ldp"], r.best("vanilla-FL"), _max(*best.values()),
-                                   f"best accuracy: vanilla-FL {r.best('vanilla-FL')}, {shown}", setting=setting,
-                                   test_images=n)
-            res.measure_difference(claim["topk_helps"], best[top], best["plain LDP-FL"], shown, setting=setting,
-                                   test_images=n)
-            res.measure_difference(claim["mgd_helps"], best["+ Global-MGD"], best["plain LDP-FL"], shown,
-                                   setting=setting, test_images=n)
+            r.compare(res, claim["vanilla_above_ldp"], "vanilla-FL", r.pick(list(name.values())),
+                      f"best accuracy: vanilla-FL {r.best('vanilla-FL')}, {shown}", setting=setting)
+            r.compare(res, claim["topk_helps"], name[top], name["plain LDP-FL"], shown, setting=setting)
+            r.compare(res, claim["mgd_helps"], name["+ Global-MGD"], name["plain LDP-FL"], shown, setting=setting)
             finals = ", ".join(f"{n} {v}" for n, v in final.items())
-            res.measure_difference(claim["proposed_beats_plain"], final["proposed LDP-FL"], final["plain LDP-FL"],
-                                   f"final accuracy: {finals}", setting=setting, test_images=n)
-            res.measure_difference(claim["proposed_beats_each_technique"], final["proposed LDP-FL"],
-                                   _max(final[top], final["+ Global-MGD"]), f"final accuracy: {finals}",
-                                   setting=setting, test_images=n)
+            r.compare(res, claim["proposed_beats_plain"], name["proposed LDP-FL"], name["plain LDP-FL"],
+                      f"final accuracy: {finals}", setting=setting, final=True)
+            r.compare(res, claim["proposed_beats_each_technique"], name["proposed LDP-FL"],
+                      r.pick([name[top], name["+ Global-MGD"]], final=True), f"final accuracy: {finals}",
+                      setting=setting, final=True)
         res.measure(claim["proposed_ldp_accuracy"], _sub(r.best("proposed LDP-FL"), s.paper_ldp),
                     f"best accuracy {r.best('proposed LDP-FL')} after {r.rounds('proposed LDP-FL')} rounds",
                     test_images=n, accuracies=(r.best("proposed LDP-FL"),))
@@ -623,20 +631,20 @@ def _measure(res: Results, cfg: DPFLConfig, runs: dict[int, _Runs], privacy: lis
         res.measure(claim["ldp_budget_rounds"], _sub(rounds, s.paper_ldp_rounds), f"{rounds} rounds")
         accs = {rate: r.best(name) for rate, name in lcdp.items()}
         shown = ", ".join(f"top-{rate:.0%}: {a}" for rate, a in accs.items())
-        others = [a for rate, a in accs.items() if rate != cfg.top_rate]
-        res.measure_difference(claim["lcdp_top10_best"], accs[cfg.top_rate], _max(*others), shown, test_images=n)
+        r.compare(res, claim["lcdp_top10_best"], lcdp10,
+                  r.pick([v for rate, v in lcdp.items() if rate != cfg.top_rate]), shown)
         low = min(cfg.top_rates)
-        res.measure_difference(claim["top1_worst"], _min(*[a for rate, a in accs.items() if rate != low]),
-                               accs[low], shown, test_images=n)
+        r.compare(res, claim["top1_worst"], r.pick([v for rate, v in lcdp.items() if rate != low], worst=True),
+                  lcdp[low], shown)
         for setting in (GEYER, AFTER):
-            res.measure_difference(claim["lcdp_below_vanilla"], r.best("vanilla-FL"), r.best(variant_of[setting]),
-                                   f"vanilla-FL {r.best('vanilla-FL')}, {variant_of[setting]} "
-                                   f"{r.best(variant_of[setting])}", setting=setting, test_images=n)
+            r.compare(res, claim["lcdp_below_vanilla"], "vanilla-FL", variant_of[setting],
+                      f"vanilla-FL {r.best('vanilla-FL')}, {variant_of[setting]} {r.best(variant_of[setting])}",
+                      setting=setting)
         cdp = r.best("CDP-FL (Geyer et al.)")
         for setting, name in variant_of.items():
-            res.measure_difference(claim["lcdp_beats_cdp"], r.best(name), cdp,
-                                   f"{name} {r.best(name)} vs CDP-FL re-run {cdp} (paper: 0.8024 vs Geyer et al.'s "
-                                   "published 0.78)", setting=setting, test_images=n)
+            r.compare(res, claim["lcdp_beats_cdp"], name, "CDP-FL (Geyer et al.)",
+                      f"{name} {r.best(name)} vs CDP-FL re-run {cdp} (paper: 0.8024 vs Geyer et al.'s published "
+                      "0.78)", setting=setting)
         res.measure(claim["lcdp_accuracy"], _sub(r.best(lcdp10), s.paper_lcdp), f"best accuracy {r.best(lcdp10)}",
                     test_images=n, accuracies=(r.best(lcdp10),))
         rounds = r.rounds(lcdp10)
@@ -650,23 +658,21 @@ def _measure(res: Results, cfg: DPFLConfig, runs: dict[int, _Runs], privacy: lis
     r = runs.get(SETTING_1000.num_clients)
     if r is not None:
         s, n = r.s, len(r.fed.test)
-        res.measure_difference(claim["proposed_beats_plain_1000"], r.best("proposed LDP-FL"), r.best("plain LDP-FL"),
-                               f"proposed {r.best('proposed LDP-FL')}, plain {r.best('plain LDP-FL')}", test_images=n)
-        res.measure_difference(claim["proposed_close_to_vanilla_1000"], r.best("proposed LDP-FL"), r.best("vanilla-FL"),
-                               f"proposed {r.best('proposed LDP-FL')}, vanilla-FL {r.best('vanilla-FL')}",
-                               test_images=n)
+        r.compare(res, claim["proposed_beats_plain_1000"], "proposed LDP-FL", "plain LDP-FL",
+                  f"proposed {r.best('proposed LDP-FL')}, plain {r.best('plain LDP-FL')}")
+        r.compare(res, claim["proposed_close_to_vanilla_1000"], "proposed LDP-FL", "vanilla-FL",
+                  f"proposed {r.best('proposed LDP-FL')}, vanilla-FL {r.best('vanilla-FL')}")
         res.measure(claim["proposed_ldp_accuracy_1000"], _sub(r.best("proposed LDP-FL"), s.paper_ldp),
                     f"best accuracy {r.best('proposed LDP-FL')}", test_images=n,
                     accuracies=(r.best("proposed LDP-FL"),))
         rounds = r.rounds("proposed LDP-FL")
         res.measure(claim["ldp_budget_rounds_1000"], _sub(rounds, s.paper_ldp_rounds), f"{rounds} rounds")
-        res.measure_difference(claim["lcdp_beats_cdp_1000"], r.best(lcdp10), r.best("CDP-FL (Geyer et al.)"),
-                               f"LCDP-FL {r.best(lcdp10)}, CDP-FL re-run {r.best('CDP-FL (Geyer et al.)')}",
-                               test_images=n)
+        r.compare(res, claim["lcdp_beats_cdp_1000"], lcdp10, "CDP-FL (Geyer et al.)",
+                  f"LCDP-FL {r.best(lcdp10)}, CDP-FL re-run {r.best('CDP-FL (Geyer et al.)')}")
         res.measure(claim["lcdp_accuracy_1000"], _sub(r.best(lcdp10), s.paper_lcdp), f"best accuracy {r.best(lcdp10)}",
                     test_images=n, accuracies=(r.best(lcdp10),))
-        res.measure_difference(claim["lcdp_below_ldp_1000"], r.best("proposed LDP-FL"), r.best(lcdp10),
-                               f"proposed LDP-FL {r.best('proposed LDP-FL')}, LCDP-FL {r.best(lcdp10)}", test_images=n)
+        r.compare(res, claim["lcdp_below_ldp_1000"], "proposed LDP-FL", lcdp10,
+                  f"proposed LDP-FL {r.best('proposed LDP-FL')}, LCDP-FL {r.best(lcdp10)}")
         rounds = r.rounds(lcdp10)
         res.measure(claim["cdp_budget_rounds_1000"], _sub(rounds, s.paper_lcdp_rounds), f"{rounds} rounds")
     row = next((p for p in privacy if p["clients"] == SETTING_100.num_clients and p["track"] == "LDP-FL"
