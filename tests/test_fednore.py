@@ -274,3 +274,19 @@ def test_fednore1_gradient_written_out_equals_autograd_and_keeps_the_explicit_ba
     plain, _ = mlp_cross_entropy_grads(fast.linears, x, y)
     moved = max(float((a - b).abs().max()) for a, b in zip(g_fast, plain))
     assert (moved > 1e-3) if mode == "surrogate" else (moved == 0.0)  # the literal term is a constant
+
+
+def test_a_full_run_compares_two_runs_with_their_per_image_results(tmp_path):
+    """Fed-nore's accuracy differences name the two runs and read the per-image results their units keep, so the
+    ledger's test-set bound is the paired one (TINY in full mode, every unit computed here)."""
+    from fedlib.experiments import fednore
+    from fedlib.units import Units
+
+    res = fednore.run(fednore.TINY, mode="full", seed=0, units=Units("fednore", "full", 0, folder=tmp_path))
+    pairs = {k: m["sampling"] for k, m in res.measured.items()
+             if m["value"] is not None and len(m.get("sampling", {}).get("accuracies", ())) == 2}
+    paired = {k: p["disagreement"] for k, p in pairs.items() if "disagreement" in p}
+    # TINY's Fed-nore-2 at σ = 40 and 64 diverges: no per-image results, the independent-errors bound
+    assert set(paired) == {"nore1_improves/σ = 8", "nore2_improves/σ = 8", "nore2_beats_nore1/σ = 8"}
+    assert len(pairs) == 6 and 0 < paired["nore1_improves/σ = 8"] < paired["nore2_improves/σ = 8"] < 1
+    assert pairs["nore2_improves/σ = 8"]["accuracies"][1] == pairs["nore1_improves/σ = 8"]["accuracies"][1]

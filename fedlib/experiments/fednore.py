@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +49,7 @@ from fedlib.experiments.dpfl import replacements
 from fedlib.fl import Algorithm, FLConfig, LocalSGD, LocalTrainer, RunSummary, evaluate, get_flat, layer_slices, \
     run_federated
 from fedlib.fl.client import cross_entropy
+from fedlib.fl.engine import disagreement
 from fedlib.ledger import Claim
 from fedlib.privacy import DEFAULT_ORDERS, PrivacyBudget, compute_rdp, noise_norm_ratio, rdp_to_epsilon
 from fedlib.results import Results
@@ -347,6 +349,19 @@ class _Track:
         out = self.run(v)
         return None if out is None else out.best_accuracy
 
+    def top(self, vs: Sequence[Variant | None]) -> Variant | None:
+        """The variant of ``vs`` with the highest best accuracy (None while any of them has not run)."""
+        accs = [self.best(v) for v in vs]
+        return None if not vs or None in accs else vs[accs.index(max(accs))]
+
+    def compare(self, res: Results, claim: Claim, a: Variant | None, b: Variant | None, detail: str, *,
+                setting: str = "") -> None:
+        """Record best(a) − best(b) with the test set's sampling bound: paired where both units kept the per-image
+        results of their best models."""
+        bits = [None if self.run(v) is None else self.run(v).correct(best=True) for v in (a, b)]
+        res.measure_difference(claim, self.best(a), self.best(b), detail, setting=setting,
+                               test_images=len(self.fed.test), disagreement=disagreement(*bits))
+
 
 def _sub(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
@@ -585,15 +600,20 @@ def _t32(t: _Track) -> list[dict]:
     return out
 
 
-def _gains(t: _Track, sigma: float, lr: float, scaled: bool) -> dict:
-    """Plain DPFL and Fed-nore-1 / -2 at the track's best λ's, at one σ and LR: best accuracy and gain."""
+def _gain_variants(t: _Track, sigma: float, lr: float, scaled: bool) -> dict[str, Variant | None]:
+    """Plain DPFL and Fed-nore-1 / -2 at the track's best λ's, at one σ and LR."""
     lam1, lam2 = t.r.track.best
-    plain = t.best(t.find("plain", sigma, lr=lr))
-    row: dict = {"plain": plain}
-    for key, kind, lam in (("nore1", "nore1", lam1), ("nore2", "nore2", lam2)):
-        v = t.find(kind, sigma, lam, scaled=scaled, lr=lr)
-        row[key] = t.best(v)
-        row[f"{key}_gain"] = _sub(row[key], plain)
+    return {"plain": t.find("plain", sigma, lr=lr), "nore1": t.find("nore1", sigma, lam1, scaled=scaled, lr=lr),
+            "nore2": t.find("nore2", sigma, lam2, scaled=scaled, lr=lr)}
+
+
+def _gains(t: _Track, sigma: float, lr: float, scaled: bool) -> dict:
+    """The best accuracies of :func:`_gain_variants` and Fed-nore-1 / -2's gains over plain DPFL."""
+    vs = _gain_variants(t, sigma, lr, scaled)
+    row: dict = {"plain": t.best(vs["plain"])}
+    for key in ("nore1", "nore2"):
+        row[key] = t.best(vs[key])
+        row[f"{key}_gain"] = _sub(row[key], row["plain"])
     return row
 
 
@@ -799,45 +819,35 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
     if mlp is not None:
         lam1, lam2 = mlp.r.track.best
         for setting, sigma, scaled in ((PAPER, PAPER_SIGMA, False), (OURS, OURS_SIGMA, True)):
-            plain = mlp.run(mlp.find("plain", sigma))
-            nore1 = mlp.run(mlp.find("nore1", sigma, lam1, scaled=scaled))
-            nore2 = mlp.run(mlp.find("nore2", sigma, lam2, scaled=scaled))
-            acc = {k: None if o is None else o.best_accuracy for k, o in (("plain", plain), ("nore1", nore1),
-                                                                          ("nore2", nore2))}
-            shown = ", ".join(f"{k} {fmt(a)}" for k, a in acc.items())
-            res.measure_difference(claim["nore1_improves"], acc["nore1"], acc["plain"], shown, setting=setting,
-                                   test_images=tests["mlp"])
-            res.measure_difference(claim["nore2_improves"], acc["nore2"], acc["plain"], shown, setting=setting,
-                                   test_images=tests["mlp"])
-            value, detail = _fewer_rounds(nore2, plain)
+            v = {"plain": mlp.find("plain", sigma), "nore1": mlp.find("nore1", sigma, lam1, scaled=scaled),
+                 "nore2": mlp.find("nore2", sigma, lam2, scaled=scaled)}
+            shown = ", ".join(f"{k} {fmt(mlp.best(x))}" for k, x in v.items())
+            mlp.compare(res, claim["nore1_improves"], v["nore1"], v["plain"], shown, setting=setting)
+            mlp.compare(res, claim["nore2_improves"], v["nore2"], v["plain"], shown, setting=setting)
+            value, detail = _fewer_rounds(mlp.run(v["nore2"]), mlp.run(v["plain"]))
             res.measure(claim["nore2_fewer_rounds"], value, detail, setting=setting)
-            res.measure_difference(claim["nore2_beats_nore1"], acc["nore2"], acc["nore1"], shown, setting=setting,
-                                   test_images=tests["mlp"])
+            mlp.compare(res, claim["nore2_beats_nore1"], v["nore2"], v["nore1"], shown, setting=setting)
         main = mlp.r
         scaled = main.lam_scale != (1.0, 1.0)
-        grid1 = {lam: mlp.best(mlp.find("nore1", main.sigma, lam, scaled=scaled)) for lam in main.grid1}
-        others = [a for lam, a in grid1.items() if lam != lam1]
-        res.measure_difference(claim["nore1_lambda1_best"], grid1.get(lam1),
-                               None if not others or None in others else max(others),
-                               ", ".join(f"λ1 = {k:g}: {fmt(a)}" for k, a in grid1.items()), test_images=tests["mlp"])
-        grid2 = {lam: mlp.best(mlp.find("nore2", main.sigma, lam, scaled=scaled)) for lam in (25.0, 200.0)}
-        res.measure_difference(claim["nore2_grows_with_lambda"], grid2[200.0], grid2[25.0],
-                               ", ".join(f"λ2 = {k:g}: {fmt(a)}" for k, a in grid2.items()), test_images=tests["mlp"])
+        grid1 = {lam: mlp.find("nore1", main.sigma, lam, scaled=scaled) for lam in main.grid1}
+        mlp.compare(res, claim["nore1_lambda1_best"], grid1.get(lam1),
+                    mlp.top([v for lam, v in grid1.items() if lam != lam1]),
+                    ", ".join(f"λ1 = {k:g}: {fmt(mlp.best(v))}" for k, v in grid1.items()))
+        grid2 = {lam: mlp.find("nore2", main.sigma, lam, scaled=scaled) for lam in (25.0, 200.0)}
+        mlp.compare(res, claim["nore2_grows_with_lambda"], grid2[200.0], grid2[25.0],
+                    ", ".join(f"λ2 = {k:g}: {fmt(mlp.best(v))}" for k, v in grid2.items()))
         low, high = _gains(mlp, PAPER_SIGMA, main.lr, scaled=False), _gains(mlp, 40.0, main.lr, scaled=False)
+        at = {sigma: _gain_variants(mlp, sigma, main.lr, scaled=False) for sigma in (4.0, PAPER_SIGMA, 40.0)}
         detail = (f"σ = 8: plain {fmt(low['plain'])}, gains {fmt(low['nore1_gain'])} / {fmt(low['nore2_gain'])}; "
                   f"σ = 40: plain {fmt(high['plain'])}, gains {fmt(high['nore1_gain'])} / {fmt(high['nore2_gain'])} "
                   "(Fed-nore-1 / -2)")
         res.measure(claim["nore1_large_noise"], _sub(high["nore1_gain"], low["nore1_gain"]), detail, setting=SIGMAS)
         res.measure(claim["nore2_moderate_noise"], _sub(low["nore2_gain"], high["nore2_gain"]), detail,
                     setting=SIGMAS)
-        res.measure_difference(claim["nore2_above_plain_at_large_sigma"], high["nore2"], high["plain"], detail,
-                               test_images=tests["mlp"])
-        res.measure_difference(claim["nore1_above_nore2_at_large_sigma"], high["nore1"], high["nore2"], detail,
-                               test_images=tests["mlp"])
-        four = _gains(mlp, 4.0, main.lr, scaled=False)
-        res.measure_difference(claim["small_sigma_few_rounds"], low["plain"], four["plain"],
-                               f"plain DPFL: σ = 8 {fmt(low['plain'])}, σ = 4 {fmt(four['plain'])}",
-                               test_images=tests["mlp"])
+        mlp.compare(res, claim["nore2_above_plain_at_large_sigma"], at[40.0]["nore2"], at[40.0]["plain"], detail)
+        mlp.compare(res, claim["nore1_above_nore2_at_large_sigma"], at[40.0]["nore1"], at[40.0]["nore2"], detail)
+        mlp.compare(res, claim["small_sigma_few_rounds"], at[PAPER_SIGMA]["plain"], at[4.0]["plain"],
+                    f"plain DPFL: σ = 8 {fmt(low['plain'])}, σ = 4 {fmt(mlp.best(at[4.0]['plain']))}")
         for setting, kind, lam in (("plain DPFL, MLP", "plain", None), ("Fed-nore-1, MLP", "nore1", lam1),
                                    ("Fed-nore-2, MLP", "nore2", lam2)):
             acc = mlp.best(mlp.find(kind, PAPER_SIGMA, lam, scaled=False))
@@ -861,44 +871,41 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
             res.measure(claim["t33_accuracy"], _sub(acc, paper), f"best accuracy {fmt(acc)}", setting=setting,
                         test_images=tests["cnn"], accuracies=(acc,))
         for lr in (0.01, 0.1, 1.0):
-            g = _gains(cnn, PAPER_SIGMA, lr, scaled=False)
-            res.measure_difference(claim["nore1_cnn_every_lr"], g["nore1"], g["plain"], f"plain {fmt(g['plain'])}, "
-                                   f"Fed-nore-1 {fmt(g['nore1'])}", setting=f"LR {lr:g}", test_images=tests["cnn"])
+            g, v = _gains(cnn, PAPER_SIGMA, lr, scaled=False), _gain_variants(cnn, PAPER_SIGMA, lr, scaled=False)
+            cnn.compare(res, claim["nore1_cnn_every_lr"], v["nore1"], v["plain"], f"plain {fmt(g['plain'])}, "
+                        f"Fed-nore-1 {fmt(g['nore1'])}", setting=f"LR {lr:g}")
             if lr == 0.1:
-                res.measure_difference(claim["nore1_cnn_limited"], g["nore1"], g["plain"], f"plain {fmt(g['plain'])}, "
-                                       f"Fed-nore-1 {fmt(g['nore1'])}", test_images=tests["cnn"])
+                cnn.compare(res, claim["nore1_cnn_limited"], v["nore1"], v["plain"], f"plain {fmt(g['plain'])}, "
+                            f"Fed-nore-1 {fmt(g['nore1'])}")
                 value, detail = _fewer_rounds(cnn.run(cnn.find("nore2", PAPER_SIGMA, lam2, scaled=False)),
                                               cnn.run(cnn.find("plain", PAPER_SIGMA)))
                 res.measure(claim["nore2_cnn_fewer_rounds"], value, detail)
             if lr != 0.1:
-                res.measure_difference(claim["nore2_cnn_small_lr" if lr < 0.1 else "nore2_cnn_large_lr"], g["nore2"],
-                                       g["plain"], f"plain {fmt(g['plain'])}, Fed-nore-2 {fmt(g['nore2'])}",
-                                       test_images=tests["cnn"])
+                cnn.compare(res, claim["nore2_cnn_small_lr" if lr < 0.1 else "nore2_cnn_large_lr"], v["nore2"],
+                            v["plain"], f"plain {fmt(g['plain'])}, Fed-nore-2 {fmt(g['nore2'])}")
     cifar = tracks.get("cifar")
     if cifar is not None:
         lam1, lam2 = cifar.r.track.best
-        plain = cifar.run(cifar.find("plain"))
-        runs = {"Fed-nore-1": cifar.run(cifar.find("nore1", lam=lam1)),
-                "Fed-nore-2": cifar.run(cifar.find("nore2", lam=lam2))}
+        pv = cifar.find("plain")
+        nv = {"Fed-nore-1": cifar.find("nore1", lam=lam1), "Fed-nore-2": cifar.find("nore2", lam=lam2)}
+        plain, runs = cifar.run(pv), {k: cifar.run(v) for k, v in nv.items()}
         acc = {k: None if o is None else o.best_accuracy for k, o in runs.items()}
         p = None if plain is None else plain.best_accuracy
         shown = f"plain {fmt(p)}, " + ", ".join(f"{k} {fmt(a)}" for k, a in acc.items())
-        res.measure_difference(claim["cifar_nore1_improves"], acc["Fed-nore-1"], p, shown, test_images=tests["cifar"])
-        res.measure_difference(claim["cifar_nore2_improves"], acc["Fed-nore-2"], p, shown, test_images=tests["cifar"])
+        cifar.compare(res, claim["cifar_nore1_improves"], nv["Fed-nore-1"], pv, shown)
+        cifar.compare(res, claim["cifar_nore2_improves"], nv["Fed-nore-2"], pv, shown)
         for setting, out in runs.items():
             value, detail = _fewer_rounds(out, plain)
             res.measure(claim["cifar_fewer_rounds"], value, detail, setting=setting)
         mnist_gain = None if mlp is None else _gains(mlp, PAPER_SIGMA, mlp.r.lr, scaled=False)["nore2_gain"]
         res.measure(claim["cifar_gain_larger"], _sub(_sub(acc["Fed-nore-2"], p), mnist_gain),
                     f"CIFAR-10 gain {fmt(_sub(acc['Fed-nore-2'], p))}, MNIST gain {fmt(mnist_gain)}")
-        singles = [cifar.best(v) for v in cifar.variants if v.kind in ("nore1", "nore2") and v.lr == cifar.r.lr]
-        both = [cifar.best(v) for v in cifar.variants if v.kind == "both"]
+        singles = [v for v in cifar.variants if v.kind in ("nore1", "nore2") and v.lr == cifar.r.lr]
+        both = [v for v in cifar.variants if v.kind == "both"]
         if both and singles:
-            best_single = None if None in singles else max(singles)
-            best_both = None if None in both else max(both)
-            res.measure_difference(claim["combined_worse"], best_single, best_both,
-                                   f"best single {fmt(best_single)}, best Fed-nore-1&2 {fmt(best_both)}",
-                                   test_images=tests["cifar"])
+            single, pair = cifar.top(singles), cifar.top(both)
+            cifar.compare(res, claim["combined_worse"], single, pair,
+                          f"best single {fmt(cifar.best(single))}, best Fed-nore-1&2 {fmt(cifar.best(pair))}")
         for setting, value in (("plain DPFL", p), ("Fed-nore-1, λ1 = 20", acc["Fed-nore-1"]),
                                ("Fed-nore-2, λ2 = 10", acc["Fed-nore-2"])):
             paper = {"plain DPFL": CIFAR.paper_plain, "Fed-nore-1, λ1 = 20": CIFAR.paper_nore1,
