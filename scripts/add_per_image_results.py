@@ -1,0 +1,75 @@
+"""Add the per-image results of re-run units to the committed units they repeat, so that the ledger's comparisons of
+two runs get the exact paired bound (units finished before 2026-12-02 kept accuracies only).
+
+Re-run the units into a scratch results root first, e.g.
+
+    mkdir -p /tmp/rerun/full/adpdfl && cp -r results/full/adpdfl/units /tmp/rerun/full/adpdfl/
+    rm /tmp/rerun/full/adpdfl/units/<unit>.json
+    python -m fedlib run adpdfl --mode full --out /tmp/rerun --checkpoints /tmp/rerun-ckpt --only '<unit id>'
+    python scripts/add_per_image_results.py adpdfl /tmp/rerun
+
+(a fresh checkpoint folder: a finished checkpoint would be read back without per-image results). A re-run is taken
+only if it is the same unit (identity), every round it evaluated has the committed unit's accuracy (to 1e-12; means
+over many models to 1e-5, a few images of float rounding), its other extra numbers agree, and its per-image results
+average to the committed final (and best) accuracy; the committed metrics stay as they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from fedlib.fl.engine import CORRECT, CORRECT_BEST, unpack_correct
+from fedlib.units import default_folder, unit_filename
+
+
+def check(unit: str, new: dict[str, Any], old: dict[str, Any]) -> None:
+    """Raise SystemExit naming what differs, unless ``new`` is a faithful re-run of ``old``."""
+    def fail(what: str) -> None:
+        raise SystemExit(f"{unit}: the re-run is not the committed unit ({what}); left as it was, stopping")
+
+    if new["identity"] != old["identity"]:
+        fail("another identity")
+    a, b = new["result"]["metrics"], old["result"]["metrics"]
+    if len(a) != len(b):
+        fail(f"{len(a)} rounds against {len(b)}")
+    for x, y in zip(a, b):
+        for k, v in x.items():
+            tol = 1e-5 if k.startswith("mean_") else 1e-12
+            if k not in y or abs(v - y[k]) > tol:
+                fail(f"round {x.get('round')}: {k} {v!r} against {y.get(k)!r}")
+    extra, kept = new["result"]["extra"], old["result"]["extra"]
+    for k, v in extra.items():
+        if k not in (CORRECT, CORRECT_BEST) and (k not in kept or abs(float(v) - float(kept[k])) > 1e-12):
+            fail(f"extra {k} {v!r} against {kept.get(k)!r}")
+    accuracies = [m["accuracy"] for m in b if "accuracy" in m]
+    for key, accuracy in ((CORRECT, accuracies[-1]), (CORRECT_BEST, max(accuracies))):
+        if key in extra and abs(float(unpack_correct(extra[key]).double().mean()) - accuracy) > 1e-12:
+            fail(f"{key} averages to another accuracy than {accuracy}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("chapter")
+    parser.add_argument("scratch", type=Path, help="the results root the units were re-run into")
+    args = parser.parse_args()
+    committed = default_folder(args.chapter, "full")
+    for path in sorted((args.scratch / "full" / args.chapter / "units").glob("*.json")):
+        new = json.loads(path.read_text())
+        result = new.get("result")
+        if not isinstance(result, dict) or CORRECT not in result.get("extra", {}):
+            continue
+        target = committed / unit_filename(new["unit"])
+        old = json.loads(target.read_text())
+        if CORRECT in old["result"].get("extra", {}):
+            continue
+        check(new["unit"], new, old)
+        old["result"]["extra"].update({k: v for k, v in result["extra"].items() if k in (CORRECT, CORRECT_BEST)})
+        target.write_text(json.dumps(old, indent=1) + "\n")
+        print(f"{new['unit']}: per-image results added (final accuracy {old['result']['metrics'][-1]['accuracy']})")
+
+
+if __name__ == "__main__":
+    main()
