@@ -197,13 +197,9 @@ def evaluate(ledger: Sequence[Claim], measured: dict[str, dict[str, Any]], mode:
                 value, verdict, detail = decided_by_bound(claim, value, detail)
             sampling = m.get("sampling")
             if sampling is not None and value is not None and mode == "full" and verdict in VERDICTS[:2]:
-                halfwidth = sampling_halfwidth(sampling["test_images"], sampling["accuracies"],
-                                               sampling.get("disagreement"))
+                halfwidth, kind = _sampling(sampling)
                 shown = (f"{halfwidth * 100:.2f} pp" if claim.unit == "accuracy" else
                          format_value(halfwidth, claim.unit).lstrip("+"))
-                kind = ("" if len(sampling["accuracies"]) == 1 else
-                        f"paired, models disagree on {sampling['disagreement'] * 100:.2f} % of them, " if "disagreement" in
-                        sampling else "errors taken independent, ")
                 detail += (f"{'; ' if detail else ''}test-set sampling ({sampling['test_images']:,} images, {kind}"
                            f"one-sided {PREDICTION_LEVEL * 100:.0f} %) ±{shown}")
                 if not clears(claim, verdict, value, halfwidth):
@@ -223,6 +219,20 @@ def evaluate(ledger: Sequence[Claim], measured: dict[str, dict[str, Any]], mode:
     return out
 
 
+def _sampling(sampling: dict[str, Any]) -> tuple[float, str]:
+    """The sampling halfwidth of a measured entry's ``"sampling"`` and how it was computed, for the detail."""
+    n, accuracies = sampling["test_images"], sampling["accuracies"]
+    if "weights" in sampling:
+        paired = "mean_square" in sampling
+        return (combination_halfwidth(n, accuracies, sampling["weights"], sampling.get("mean_square")),
+                f"{len(accuracies)} models, " + ("paired by their per-image results, " if paired else
+                                                 "no per-image results: the worst case for positively correlated errors, "))
+    kind = ("" if len(accuracies) == 1 else
+            f"paired, models disagree on {sampling['disagreement'] * 100:.2f} % of them, " if "disagreement" in
+            sampling else "errors taken independent, ")
+    return sampling_halfwidth(n, accuracies, sampling.get("disagreement")), kind
+
+
 def decided_by_bound(claim: Claim, bound: float | None, detail: str) -> tuple[float | None, str, str]:
     """(value, verdict, detail) of a claim whose runs are not all done, from an upper bound of its value over the
     runs at hand (e.g. acc(A) − the best of the others done so far: the others still missing can only lower it).
@@ -233,8 +243,7 @@ def decided_by_bound(claim: Claim, bound: float | None, detail: str) -> tuple[fl
     verdict = outcome(claim, bound)
     if verdict == ("not reproduced" if claim.direction == ">" else "reproduced"):
         return bound, verdict, (f"{detail}{'; ' if detail else ''}at most {format_value(bound, claim.unit)} "
-                                "whatever the runs not run yet give (they can only lower it), so the verdict is "
-                                "decided")
+                                "whatever the runs not run yet give (they can only lower it)")
     if bound is None or not math.isfinite(bound):
         return None, NOT_RUN, detail
     return None, NOT_RUN, (f"{detail}{'; ' if detail else ''}at most {bound:+.4g} over the runs done so far, not "
@@ -309,19 +318,12 @@ def sampling_halfwidth(test_images: int, accuracies: Sequence[float], disagreeme
     without it SE √((p₁(1 − p₁) + p₂(1 − p₂))/N), exact for independent errors and an upper bound when the models'
     errors are positively correlated (the usual case). Each accuracy must be one model's (every image right or
     wrong; a best-of-rounds or best-of-models value qualifies, as one model's): a mean over several models'
-    accuracies has no such bound.
+    accuracies is a combination of them (:func:`combination_halfwidth`).
     """
-    if isinstance(test_images, bool) or not isinstance(test_images, int) or test_images < 1:
-        raise ValueError(f"test_images must be a positive int, got {test_images!r}")
     if len(accuracies) not in (1, 2):
         raise ValueError(f"accuracies must hold one accuracy (against a fixed number) or two (a difference), got "
                          f"{len(accuracies)}: {list(accuracies)!r}")
-    for p in accuracies:
-        if not 0 <= p <= 1:
-            raise ValueError(f"each accuracy must lie in [0, 1], got {p!r}")
-    if disagreement is None:
-        variance = sum(p * (1 - p) for p in accuracies)
-    else:
+    if disagreement is not None:
         if len(accuracies) != 2:
             raise ValueError(f"a disagreement needs two accuracies, got {list(accuracies)!r}")
         gap, tol = abs(accuracies[0] - accuracies[1]), 1e-9
@@ -329,7 +331,44 @@ def sampling_halfwidth(test_images: int, accuracies: Sequence[float], disagreeme
         if not gap - tol <= disagreement <= most + tol:
             raise ValueError(f"disagreement must lie between |p1 − p2| = {gap:.6g} and min(p1 + p2, 2 − p1 − p2) = "
                              f"{most:.6g} for accuracies {list(accuracies)}, got {disagreement!r}")
-        variance = max(disagreement - gap * gap, 0.0)
+    # (c₁ − c₂)² is 1 exactly where the two models disagree: the disagreement is the pair's mean square
+    return combination_halfwidth(test_images, accuracies, (1.0, -1.0)[:len(accuracies)], disagreement, level)
+
+
+def combination_halfwidth(test_images: int, accuracies: Sequence[float], weights: Sequence[float],
+                          mean_square: float | None = None, level: float = PREDICTION_LEVEL) -> float:
+    """z(level)·SE of v = Σₖ wₖ·pₖ, a fixed combination of the accuracies pₖ of K models on the same N images
+    (e.g. a mean over m_tcs of acc(m_e = 50) − acc(m_e = 30): weights ±1/4), one-sided.
+
+    Per image j the combination is Xⱼ = Σₖ wₖ·cₖⱼ (cₖⱼ = 1 where model k classifies image j correctly), and v is
+    the mean of the Xⱼ. With ``mean_square``, the mean of Xⱼ² over the images (from the models' per-image results;
+    for a difference of two models, their disagreement), the SE is exact: √((mean_square − v²)/N). Without it, the
+    largest SE that non-negatively correlated errors allow: √(((Σ_{wₖ>0} wₖsₖ)² + (Σ_{wₖ<0} |wₖ|sₖ)²)/N) with
+    sₖ = √(pₖ(1 − pₖ)) — same-sign terms taken fully correlated, opposite-sign ones independent; for one accuracy
+    the binomial SE, for a difference of two the independent-errors SE.
+    """
+    if isinstance(test_images, bool) or not isinstance(test_images, int) or test_images < 1:
+        raise ValueError(f"test_images must be a positive int, got {test_images!r}")
+    if not accuracies or len(weights) != len(accuracies):
+        raise ValueError(f"weights must give one weight per accuracy ({len(accuracies)} accuracies), got "
+                         f"{list(weights)!r}")
+    for p in accuracies:
+        if not 0 <= p <= 1:
+            raise ValueError(f"each accuracy must lie in [0, 1], got {p!r}")
+    value = sum(w * p for w, p in zip(weights, accuracies))
+    if mean_square is None:
+        sd = [math.sqrt(p * (1 - p)) for p in accuracies]
+        variance = (sum(w * s for w, s in zip(weights, sd) if w > 0) ** 2
+                    + sum(-w * s for w, s in zip(weights, sd) if w < 0) ** 2)
+    else:
+        # X lies between the sums of the negative and of the positive weights: its mean square cannot exceed the
+        # larger square, nor fall below the square of its mean
+        most = max(sum(w for w in weights if w > 0), -sum(w for w in weights if w < 0)) ** 2
+        if not value * value - 1e-9 <= mean_square <= most + 1e-9:
+            raise ValueError(f"mean_square must lie between v² = {value * value:.6g} (v = Σ w·p) and "
+                             f"{most:.6g} for weights {list(weights)} and accuracies {list(accuracies)}, got "
+                             f"{mean_square!r}")
+        variance = max(mean_square - value * value, 0.0)
     return float(ndtri(level)) * math.sqrt(variance / test_images)
 
 

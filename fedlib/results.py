@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fedlib.ledger import Claim, evaluate, sampling_halfwidth
+from fedlib.ledger import Claim, combination_halfwidth, evaluate, sampling_halfwidth
 
 CHAPTERS = ("foundations", "dpfl", "fednore", "privacy_eval", "adpdfl", "sifu", "deniability", "flz", "audit")
 #: chapters whose run resumes from per-training-run checkpoints (``--checkpoints``)
@@ -120,7 +120,8 @@ class Results:
 
     def measure(self, claim: Claim, value: float | None, detail: str = "", *, setting: str = "",
                 samples: Sequence[float] | None = None, at_most: bool = False, test_images: int | None = None,
-                accuracies: Sequence[float] | None = None, disagreement: float | None = None) -> None:
+                accuracies: Sequence[float] | None = None, disagreement: float | None = None,
+                weights: Sequence[float] | None = None, mean_square: float | None = None) -> None:
         """Record this run's value of ``claim`` in ``setting`` (None: not run yet) and what it was computed from.
 
         ``samples``: where ``value`` is a mean over seeds, the per-seed values (at least 2, their mean ``value``);
@@ -131,7 +132,10 @@ class Results:
         off two models' (``(p1, p2)``: p1 − p2, see :meth:`measure_difference`), and ``disagreement`` the share of
         those images exactly one of the two models gets right where the run kept their per-image results; a
         full-mode verdict must then clear the margin by the test set's sampling bound too
-        (:func:`fedlib.ledger.sampling_halfwidth`)."""
+        (:func:`fedlib.ledger.sampling_halfwidth`). ``weights``: ``value`` is the combination Σ wₖ·pₖ of the
+        ``accuracies`` of as many models (e.g. a mean of differences), ``mean_square`` the mean over the images of
+        (Σ wₖ·cₖ)² where the runs kept their per-image results cₖ (:func:`fedlib.fl.engine.mean_square`; bound:
+        :func:`fedlib.ledger.combination_halfwidth`)."""
         key = claim.key(setting)
         if key in self.measured:
             raise ValueError(f"claim {key!r} was measured twice")
@@ -142,19 +146,31 @@ class Results:
             entry["at_most"] = True
         if disagreement is not None and accuracies is None:
             raise ValueError(f"claim {key!r}: a disagreement needs the two accuracies it is between")
+        if mean_square is not None and weights is None:
+            raise ValueError(f"claim {key!r}: a mean_square needs the weights of the combination it is of")
+        if weights is not None and (accuracies is None or disagreement is not None):
+            raise ValueError(f"claim {key!r}: weights need the accuracies they combine (one weight each), and "
+                             "a combination's per-image results come as mean_square, not disagreement")
         if (test_images is None) != (accuracies is None):
             raise ValueError(f"claim {key!r}: test_images and accuracies go together (the test set's size and the "
                              f"accuracies the value was read off), got test_images={test_images!r}, "
                              f"accuracies={accuracies!r}")
         if test_images is not None and value is not None:
             accuracies = [float(p) for p in accuracies]
-            sampling_halfwidth(test_images, accuracies, disagreement)  # a clear error now, not at evaluation
-            read = accuracies[0] - accuracies[1] if len(accuracies) == 2 else None
+            if weights is None:
+                sampling_halfwidth(test_images, accuracies, disagreement)  # a clear error now, not at evaluation
+                read = accuracies[0] - accuracies[1] if len(accuracies) == 2 else None
+                extra = {} if disagreement is None else {"disagreement": float(disagreement)}
+            else:
+                weights = [float(w) for w in weights]
+                combination_halfwidth(test_images, accuracies, weights, mean_square)
+                read = sum(w * p for w, p in zip(weights, accuracies))
+                extra = {"weights": weights, **({} if mean_square is None else {"mean_square": float(mean_square)})}
             if read is not None and not math.isclose(read, value, rel_tol=1e-9, abs_tol=1e-12):
-                raise ValueError(f"claim {key!r}: value {value!r} is not the difference of its accuracies "
+                raise ValueError(f"claim {key!r}: value {value!r} is not the "
+                                 f"{'difference' if weights is None else 'weighted sum'} of its accuracies "
                                  f"{accuracies} ({read!r})")
-            entry["sampling"] = {"test_images": test_images, "accuracies": accuracies,
-                                 **({} if disagreement is None else {"disagreement": float(disagreement)})}
+            entry["sampling"] = {"test_images": test_images, "accuracies": accuracies, **extra}
         if samples is not None and value is not None:
             samples = [float(v) for v in samples]
             if len(samples) < 2 or not all(math.isfinite(v) for v in samples):

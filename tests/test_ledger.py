@@ -7,6 +7,7 @@ import pytest
 from fedlib.ledger import (
     Claim,
     clears,
+    combination_halfwidth,
     confidence_halfwidth,
     counts,
     evaluate,
@@ -175,6 +176,66 @@ def test_the_paired_sampling_bound_reads_the_share_of_images_the_two_models_disa
             sampling_halfwidth(*bad)
 
 
+def test_the_sampling_bound_of_a_combination_is_exact_from_per_image_results_and_safe_without():
+    import torch
+
+    from fedlib.fl.engine import disagreement, mean_square
+
+    g = torch.Generator().manual_seed(3)
+    n = 2_000
+    hard = torch.rand(n, generator=g) < 0.4  # images every model tends to miss: positively correlated errors
+    correct = [(torch.rand(n, generator=g) < 0.9) & ~(hard & (torch.rand(n, generator=g) < 0.8)) for _ in range(4)]
+    weights = (0.5, 0.5, -0.5, -0.5)  # mean over two settings of acc(a) − acc(b)
+    accs = [float(c.double().mean()) for c in correct]
+    x = sum(w * c.double() for w, c in zip(weights, correct))
+    # exact: the per-image combination's sd over √N
+    exact = 2.3263 * float(x.std(unbiased=False)) / math.sqrt(n)
+    ms = mean_square(weights, correct)
+    assert ms == pytest.approx(float((x * x).mean()))
+    assert combination_halfwidth(n, accs, weights, ms) == pytest.approx(exact, rel=1e-4)
+    # without per-image results: never below the exact bound when errors correlate positively
+    assert combination_halfwidth(n, accs, weights) >= exact
+    # (Σ_{w>0} w·s)² + (Σ_{w<0} |w|·s)²: same-sign terms fully correlated, opposite signs independent
+    s = [math.sqrt(p * (1 - p)) for p in (0.2, 0.3, 0.25, 0.35)]
+    assert combination_halfwidth(10_000, (0.2, 0.3, 0.25, 0.35), weights) == pytest.approx(
+        2.3263 * math.sqrt(((s[0] + s[1]) / 2) ** 2 + ((s[2] + s[3]) / 2) ** 2) / 100, rel=1e-4)
+    # one accuracy and a difference of two: the sampling bound's formulas
+    assert combination_halfwidth(10_000, (0.9559,), (1.0,)) == pytest.approx(sampling_halfwidth(10_000, (0.9559,)))
+    assert combination_halfwidth(10_000, (0.3, 0.2), (1.0, -1.0)) == pytest.approx(
+        sampling_halfwidth(10_000, (0.3, 0.2)))
+    assert mean_square((1.0, -1.0), correct[:2]) == disagreement(*correct[:2])
+    assert mean_square(weights, [None, *correct[1:]]) is None
+    for bad, match in (((n, accs, (1.0,)), "one weight per accuracy"), ((n, (), ()), "one weight per accuracy"),
+                       ((n, accs, weights, -0.1), "mean_square must lie"), ((n, accs, weights, 1.5), "mean_square"),
+                       ((0, accs, weights), "positive int")):
+        with pytest.raises(ValueError, match=match):
+            combination_halfwidth(*bad)
+    with pytest.raises(ValueError, match="different test sets"):
+        mean_square((1.0, -1.0), (correct[0], correct[1][:10]))
+
+
+def test_a_combination_of_accuracies_carries_its_sampling_bound_into_the_verdict():
+    from fedlib.results import Results
+
+    def full(value, **kw):
+        res = Results("adpdfl", "full", seed=0, config={})
+        res.measure(GT, value, "d", **kw)
+        res.evaluate([GT])
+        return res.claims[0]
+
+    accs, w = (0.1883, 0.2011, 0.1700, 0.1794), (0.5, 0.5, -0.5, -0.5)  # value +2.00 pp, unpaired ±1.27
+    entry = full(0.0200, test_images=10_000, accuracies=accs, weights=w)
+    assert entry["outcome"] == "inconclusive" and "4 models, no per-image results" in entry["detail"]
+    # per-image results with a mean square of 0.10 (models disagree on about a fifth of the images): ±0.73 pp
+    entry = full(0.0200, test_images=10_000, accuracies=accs, weights=w, mean_square=0.10)
+    assert entry["outcome"] == "reproduced" and "4 models, paired by their per-image results" in entry["detail"]
+    for kw, match in (({"weights": w}, "need the accuracies"), ({"mean_square": 0.1}, "needs the weights"),
+                      ({"test_images": 10_000, "accuracies": accs, "weights": w, "disagreement": 0.1}, "not disagreement"),
+                      ({"test_images": 10_000, "accuracies": accs, "weights": (1.0, 1.0, -1.0, -1.0)}, "weighted sum")):
+        with pytest.raises(ValueError, match=match):
+            Results("adpdfl", "full", seed=0, config={}).measure(GT, 0.0200, **kw)
+
+
 def test_a_full_verdict_must_clear_the_margin_by_the_test_sets_sampling_bound():
     from fedlib.results import Results
 
@@ -239,7 +300,7 @@ def test_an_upper_bound_decides_a_verdict_only_where_every_value_below_it_gives_
     if verdict == "not run":
         assert entry["value"] is None and "at_most" not in entry
     else:
-        assert entry["value"] == bound and entry["at_most"] and "so the verdict is decided" in entry["detail"]
+        assert entry["value"] == bound and entry["at_most"] and "whatever the runs not run yet give" in entry["detail"]
 
 
 def test_an_upper_bound_cannot_decide_a_two_sided_claim():

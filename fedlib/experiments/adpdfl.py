@@ -43,7 +43,7 @@ from fedlib.data.partition import partition
 from fedlib.experiments.audit import add_audit_table, chapter_audit
 from fedlib.experiments.common import Federation, checkpoint_path, device, fresh_model, train_unit
 from fedlib.fl import FLConfig, LocalSGD, run_federated
-from fedlib.fl.engine import CORRECT, RunSummary, disagreement, pack_correct
+from fedlib.fl.engine import CORRECT, RunSummary, disagreement, mean_square, pack_correct
 from fedlib.ledger import Claim
 from fedlib.results import Results
 from fedlib.rng import make_generator
@@ -76,8 +76,9 @@ NAMES = {"mnist": "MNIST", "cifar10": "CIFAR-10", "iid": "IID", "non-iid": "non-
          "gossip": "gossip", "pseudo_central": "pseudo-central"}
 #: two runs (a, b) whose test accuracies a claim compares (the value acc(a) − acc(b))
 Pair = tuple["Spec", "Spec"]
-#: what a claim's metric reads off the runs: a pair of runs, a plain number (a mean over runs or cells), or None
-Read = Pair | float | None
+#: what a claim's metric reads off the runs: the runs it combines (a pair, or one run per weight), a plain number
+#: (e.g. a mean distance to the paper's cells), or None
+Read = tuple["Spec", ...] | float | None
 #: the two readings of the noise std: eq. 5.3's σ·2C/n_i, or Theorem 8's wording σ·2C/m (m = M)
 NOISE_READINGS = {"n": "std 2Cσ/n_i (eq. 5.3)", "m": "std 2Cσ/m (Theorem 8's wording)"}
 #: the two readings of DP-FedAvg (B5.2): client-side σ·2C/n_i (the chapter's mechanism), or the server's σ·C/m_tcs
@@ -717,13 +718,15 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
         return t54_spec(cfg, ds, part, fw, proto, fedavg)
 
     def measure(claim_id: str, setting: str, value: Callable[[], Read] | None, values: dict[str, Spec | None],
-                detail: str = "", bound: Callable[[], Read] | None = None, pair: bool = True) -> None:
+                detail: str = "", bound: Callable[[], Read] | None = None,
+                weights: Sequence[float] | None = (1.0, -1.0)) -> None:
         """Record the value when every run it reads has a result (and the claim is evaluated in this mode); the
         detail names those results. ``bound``: in full mode, where units accumulate, an upper bound of the value
         from the runs done so far, recorded while some are missing (it decides the verdict only where the missing
-        runs cannot change it). ``pair``: ``value()`` (and ``bound()``) name two runs (a, b), the value is
-        acc(a) − acc(b) and carries the test set's sampling bound (paired where both runs kept their per-image
-        results); False: ``value()`` is a plain number (means over runs or cells)."""
+        runs cannot change it). ``weights``: ``value()`` (and ``bound()``) name one run per weight, the value is
+        Σ wₖ·acc(runₖ) and carries the test set's sampling bound (paired where the runs kept their per-image
+        results): (1, −1), the default, a difference acc(a) − acc(b); None: ``value()`` is a plain number (e.g.
+        a mean distance to the paper's cells)."""
         got = {k: None if s is None else acc(s) for k, s in values.items()}
         ready = all(v is not None for v in got.values()) and value is not None and res.mode in claim[claim_id].modes
         at_most = not ready and bound is not None and res.mode == "full" and "full" in claim[claim_id].modes
@@ -731,14 +734,20 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
         ds = next((s.dataset for s in values.values() if s is not None), None)
         read = value() if ready else bound() if at_most else None
         detail = "; ".join(t for t in (text, detail) if t)
-        if not pair or read is None:
+        if weights is None or read is None:
             res.measure(claim[claim_id], read, detail, setting=setting, at_most=at_most)
             return
-        accs = (acc(read[0]), acc(read[1]))
-        n = tests.get(ds)
-        res.measure(claim[claim_id], accs[0] - accs[1], detail, setting=setting, at_most=at_most, test_images=n,
-                    accuracies=None if n is None else accs,
-                    disagreement=None if n is None else disagreement(*(runs[s].correct() for s in read)))
+        accs = [acc(s) for s in read]
+        value_read, n = sum(w * a for w, a in zip(weights, accs)), tests.get(ds)
+        if n is None:
+            res.measure(claim[claim_id], value_read, detail, setting=setting, at_most=at_most)
+        elif len(weights) == 2 and tuple(weights) == (1.0, -1.0):
+            res.measure(claim[claim_id], value_read, detail, setting=setting, at_most=at_most, test_images=n,
+                        accuracies=accs, disagreement=disagreement(*(runs[s].correct() for s in read)))
+        else:
+            res.measure(claim[claim_id], value_read, detail, setting=setting, at_most=at_most, test_images=n,
+                        accuracies=accs, weights=weights,
+                        mean_square=mean_square(weights, [runs[s].correct() for s in read]))
 
     def named_and_rest(specs: dict[str, Spec | None], named: str, partial: bool) -> tuple[Spec | None, list[Spec]]:
         """The named run (None if it has no result) and the other runs that have a result (``partial``), or all
@@ -798,7 +807,7 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
             paper = T51[ds]
             measure("t51_values", f"{NAMES[ds]}, {NOISE_READINGS[reading]}",
                     lambda b=bounds: sum(abs(acc(s) - paper[s.bound]) for s in b.values()) / len(b) if b else None,
-                    bounds, pair=False)
+                    bounds, weights=None)
 
     def by(values: Sequence, make: Callable[[object], Spec]) -> dict[str, Spec]:
         return {str(v): make(v) for v in values}
@@ -842,7 +851,7 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
     full_t52 = set(t52) == {f"({m}, {e})" for m, e in T52}
     measure("t52_best_cell", "", spread(t52, "(90, 50)") if full_t52 else None, t52)
     measure("t52_values", "", (lambda: sum(abs(acc(s) - T52[(s.m_tcs, s.m_e)]) for s in t52.values()) / len(t52))
-            if full_t52 else None, t52, pair=False)
+            if full_t52 else None, t52, weights=None)
 
     # Figs. 5.9-5.12, 5.14 and Table 5.3 (CIFAR-10)
     pc = by(cfg.cifar_m_tcs_iid, lambda m: Spec("cifar10", "iid", "ADPDFL", m_tcs=m, rounds=long))
@@ -867,15 +876,16 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
     t53 = gossip("cifar10", "non-iid", cfg.t53)
     full_t53 = set(t53) == set(T53)
     named = {f"({m}, {e})": s for (m, e), s in t53.items()}
-    measure("t53_larger_m_e_helps", "", (lambda: sum(acc(t53[(m, 50)]) - acc(t53[(m, 30)]) for m in (60, 70, 80, 90))
-                                         / 4) if full_t53 else None, named, pair=False)
+    m_tcs = (60, 70, 80, 90)
+    measure("t53_larger_m_e_helps", "", (lambda: tuple(t53[(m, e)] for e in (50, 30) for m in m_tcs))
+            if full_t53 else None, named, weights=(0.25,) * 4 + (-0.25,) * 4)
     for e, worst in ((30, 70), (40, 80), (50, 80)):
         col = {f"m_tcs = {m}": t53.get((m, e)) for m in (60, 70, 80, 90)}
         measure("t53_worst_m_tcs", f"m_e = {e}, m_tcs = {worst}",
                 lowest(col, f"m_tcs = {worst}") if all(col.values()) else None, col,
                 bound=lowest(col, f"m_tcs = {worst}", partial=True))
     measure("t53_values", "", (lambda: sum(abs(acc(s) - T53[(s.m_tcs, s.m_e)]) for s in t53.values()) / len(t53))
-            if full_t53 else None, named, pair=False)
+            if full_t53 else None, named, weights=None)
     for ds in ("mnist", "cifar10"):
         for part in ("iid", "non-iid"):
             anchor = "Fake-cen Non-Private" if calibrated and (ds, part) == ("mnist", "iid") else None
@@ -884,7 +894,7 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
             paper = dict(zip(FRAMEWORKS, T54[(ds, part)]))
             measure("t54_values", f"{NAMES[ds]} {NAMES[part]}",
                     lambda f5=five, p=paper: sum(abs(acc(s) - p[k]) for k, s in f5.items()) / len(f5), five,
-                    pair=False)
+                    weights=None)
 
     # Theorem 8's guarantee against the mechanism as run; Theorem 9's trade-off (a fact)
     for proto, setting in (("pseudo_central", "pseudo-central, m_tcs = 70"), ("gossip", "gossip, m_tcs = 70, m_e = 30")):

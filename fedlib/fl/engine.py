@@ -167,11 +167,22 @@ def unpack_correct(packed: dict[str, Any]) -> Tensor:
 def disagreement(a: Tensor | None, b: Tensor | None) -> float | None:
     """The share of test images exactly one of two models classifies correctly, from their per-image results
     (None where either run did not keep them): what a paired test of their accuracies' difference needs."""
-    if a is None or b is None:
+    return mean_square((1.0, -1.0), (a, b))
+
+
+def mean_square(weights: Sequence[float], correct: Sequence[Tensor | None]) -> float | None:
+    """The mean over the test images of (Σₖ wₖ·cₖ)², cₖ model k's per-image results (None where any run did not keep
+    them): with the combination's value, the exact test-set SE of Σₖ wₖ·accₖ
+    (:func:`fedlib.ledger.combination_halfwidth`); for weights (1, −1) the two models' disagreement."""
+    if len(weights) != len(correct):
+        raise ValueError(f"weights must give one weight per model ({len(correct)}), got {list(weights)!r}")
+    if any(c is None for c in correct):
         return None
-    if a.shape != b.shape:
-        raise ValueError(f"per-image results of different test sets: {tuple(a.shape)} and {tuple(b.shape)}")
-    return float((a != b).double().mean())
+    shapes = {tuple(c.shape) for c in correct}
+    if len(shapes) != 1:
+        raise ValueError(f"per-image results of different test sets: {sorted(shapes)}")
+    combined = sum(w * c.double() for w, c in zip(weights, correct))
+    return float((combined * combined).mean())
 
 
 @dataclass
