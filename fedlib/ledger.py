@@ -39,8 +39,10 @@ right), that halfwidth is the paired (McNemar) one; where they did not, it uses 
 standard error of the difference if the two models' errors were independent: models err on the same hard images
 more often than not, so the paired test would usually allow less, and the bound then errs on the side of
 "inconclusive". (Until 2026-12-02 the bound was the smallest a paired test allows whatever the per-image results: a
-floor that kept verdicts no paired test could have kept.) Quick mode leaves this to the registered seed sweep (its
-verdicts do not change).
+floor that kept verdicts no paired test could have kept.) A value that combines several models' accuracies with
+fixed weights (a mean over settings of a difference) carries :func:`combination_halfwidth`: exact from the models'
+per-image results, else the largest standard error positively correlated errors allow. Quick mode leaves this to the
+registered seed sweep (its verdicts do not change).
 
 A ``kind="fact"`` entry is bookkeeping that no defect of the implementation could flip (a count, an identity that
 holds by construction): it is shown with its value but not counted as a reproduced claim.
