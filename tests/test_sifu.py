@@ -39,6 +39,7 @@ from fedlib.unlearning import bounds
 from fedlib.unlearning.baselines import dp_step, federaser_calibrate
 from fedlib.unlearning.sifu import perturb
 from fedlib.unlearning.stage import Federation, Stage, StageConfig, fedavg_step
+from fedlib.unlearning.verify import FORGOT, REMEMBERS
 
 
 def make_fed(num_clients: int = 6, n: int = 8, *, identical: bool = False, seed: int = 0) -> Federation:
@@ -503,10 +504,96 @@ def test_fig6_minima_are_taken_per_seed_then_averaged():
 
     seeds = [rows(20, 80), rows(80, 20)]  # per seed the worse class saves 20 %; the averaged rows say 50 % for both
     res = Results("sifu", "full", 0, {})
-    chapter._measure_f6(res, "mnist", chapter._mean_rows(seeds, ("class", "scheme")), seeds)
+    chapter._measure_f6(res, "mnist", chapter._mean_rows(seeds, ("class", "scheme")), seeds, items=None)
     fewer = res.measured["f6_sifu_fewer_rounds/mnist"]
     assert fewer["value"] == pytest.approx(0.2) and fewer["samples"] == pytest.approx([0.2, 0.2])
     assert res.measured["f6_sifu_below_finetuning/mnist"]["value"] == pytest.approx(0.45)
+
+
+
+def test_item_counts_of_the_sampling_bound():
+    """Full mode's MNIST: a request forgets the 10 clients of one class, 100 samples each; in Figs. 3-4 a quarter of
+    each forgotten client's samples carry the backdoor, so F_1 keeps at least 750 watermarked samples."""
+    mnist = chapter.FULL.setups[0]
+    assert chapter._forgotten_items(mnist) == 1000
+    assert chapter._watermarked_items(mnist, chapter.FULL) == 750
+
+
+
+def test_fig2_minima_carry_the_sampling_bound_of_the_selected_pair_for_one_seed_and_the_seed_spread_for_more():
+    """baselines_remember is a mean over seeds of each seed's lowest baseline − SCRATCH. One seed: its sampling bound
+    combines the pair that seed selects (weights ±1/requests), over F_1's samples. Several seeds: each draws its own
+    partition, so the forgotten samples differ and the spread over seeds holds their sampling; no binomial bound."""
+    from fedlib.results import Results
+
+    def seed(accs: dict[str, float]) -> dict[str, list[dict]]:
+        schemes = ("SCRATCH", "SIFU", "FINE-TUNING", *chapter.READINGS, "DP", *chapter.LAST_READINGS)
+        return chapter._by([{"scheme": s, "request": r, "acc_forgotten": accs.get(s, 0.1) + 0.01 * r,
+                             "total_rounds": 100 * r, "reached_target": 1.0} for s in schemes for r in (1, 2)])
+
+    seeds = [seed({"FINE-TUNING": 0.3, "FEDACCUM (code)": 0.4, "DP": 0.5}),
+             seed({"FINE-TUNING": 0.6, "FEDACCUM (code)": 0.4, "DP": 0.2})]
+    setup = chapter.FULL.setups[0]
+
+    def measured(runs: list[dict[str, list[dict]]]) -> Results:
+        res = Results("sifu", "full", 0, {})
+        averaged = chapter._by(chapter._mean_rows([[r for rs in s.values() for r in rs] for s in runs],
+                                                  ("scheme", "request")))
+        chapter._measure_f2(res, setup, averaged, chapter.FULL, runs)
+        return res
+
+    one = measured(seeds[:1]).measured
+    entry = one["baselines_remember/mnist, FEDACCUM (code)"]
+    assert entry["value"] == pytest.approx(0.2) and "samples" not in entry
+    assert entry["sampling"]["test_images"] == chapter._forgotten_items(setup) == 1000
+    assert entry["sampling"]["accuracies"] == pytest.approx([0.31, 0.32, 0.11, 0.12])  # FINE-TUNING, the lowest
+    assert entry["sampling"]["weights"] == [0.5, 0.5, -0.5, -0.5]
+    assert "sampling" not in one["baselines_fast/mnist, FEDACCUM (code)"]  # a ratio of rounds
+    entry = measured(seeds).measured["baselines_remember/mnist, FEDACCUM (code)"]
+    assert entry["value"] == pytest.approx(0.15) and entry["samples"] == pytest.approx([0.2, 0.1])
+    assert "sampling" not in entry
+
+
+def _f3_rows(accs: dict[str, tuple[float, ...]]) -> list[dict]:
+    return [{"scheme": s, "request": r, "acc_forgotten": a, "total_rounds": 100 * r}
+            for s, per in accs.items() for r, a in enumerate(per, 1)]
+
+
+def _v3_rows(success: dict[str, float]) -> list[dict]:
+    keys = ("mia_auc", "mia_tpr_at_1pct", "loss_auc", "relative_kl", "kl_to_retrained", "disagreement_with_retrained")
+    return [{"model": m, "backdoor_success": a, **dict.fromkeys(keys, 0.5)} for m, a in success.items()]
+
+
+@pytest.mark.parametrize("items,close", [(750, "inconclusive"), (10**7, "reproduced")])
+def test_watermark_claims_carry_the_sampling_bound_of_their_items(items, close):
+    """Figs. 3-4's accuracies on F_r and backdoor success rates are proportions over few items: a mean over requests
+    of SIFU − SCRATCH 0.6 pp apart is within the 1-pp margin, but 750 samples cannot show it; the minimum over
+    baselines is bounded by the pair it selects."""
+    from fedlib.results import Results
+
+    accs = {"SCRATCH": (0.877, 0.859, 0.863), "SIFU": (0.884, 0.868, 0.865), "SIFU (Ψ realised)": (0.868, 0.86, 0.856),
+            "FINE-TUNING": (0.915, 0.95, 0.964), "FEDACCUM (prose)": (0.847, 0.84, 0.841),
+            "FEDACCUM (code)": (0.915, 0.95, 0.964), "DP": (0.908, 0.887, 0.918)}
+    success = {REMEMBERS: 0.99, FORGOT: 0.012, "SCRATCH": 0.013, "SIFU": 0.39, "SIFU (Ψ realised)": 0.13,
+               "FINE-TUNING": 0.99, "FEDACCUM (prose)": 0.01, "FEDACCUM (code)": 0.99, "DP": 0.97}
+    res = Results("sifu", "full", 0, {})
+    chapter._measure_f3(res, "mnist", chapter._by(_f3_rows(accs)), _v3_rows(success), items=items, triggered=9020)
+    close_entry = res.measured["wm_sifu_close_to_scratch/mnist"]
+    assert close_entry["sampling"] == {"test_images": items, "accuracies": [*accs["SIFU"], *accs["SCRATCH"]],
+                                       "weights": [1 / 3] * 3 + [-1 / 3] * 3}
+    remember = res.measured["wm_baselines_remember/mnist, FEDACCUM (code)"]
+    assert remember["value"] == pytest.approx(sum(accs["DP"]) / 3 - sum(accs["SCRATCH"]) / 3)  # DP is the lowest
+    assert remember["sampling"]["accuracies"] == [*accs["DP"], *accs["SCRATCH"]]
+    backdoor = res.measured["wm_finetuning_keeps_backdoor/mnist"]["sampling"]
+    assert backdoor == {"test_images": 9020, "accuracies": [0.99, 0.013]}
+    res.evaluate(chapter.LEDGER)
+    assert res.claim("wm_sifu_close_to_scratch/mnist")["outcome"] == close
+    assert res.claim("wm_finetuning_keeps_backdoor/mnist")["outcome"] == "reproduced"
+    quick = Results("sifu", "quick", 0, {})  # quick mode: the same values, the verdict left to the seed sweep
+    chapter._measure_f3(quick, "mnist", chapter._by(_f3_rows(accs)), _v3_rows(success), items=items, triggered=9020)
+    quick.evaluate(chapter.LEDGER)
+    assert quick.claim("wm_sifu_close_to_scratch/mnist")["outcome"] == "reproduced"
+    assert quick.claim("wm_sifu_close_to_scratch/mnist")["value"] == close_entry["value"]
 
 
 def test_a_schedule_serves_its_prefix_and_the_control_is_another_retraining():

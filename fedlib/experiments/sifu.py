@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -373,7 +374,9 @@ def run(config: SIFUConfig = QUICK, *, mode: str = "quick", seed: int = 0, progr
     if cfg.theory is not None:
         theory = units.run("theory", {"theory": dataclasses.asdict(cfg.theory)}, lambda: theory_unit(cfg.theory, seed))
     summary = _tables(res, cfg, out, theory)
-    _measure(res, summary, theory, cfg)
+    # the items each backdoor success rate is a proportion of: the held-out images outside the target class
+    triggered = {ds: int((d.test.y[d.exact] != cfg.backdoor_target).sum()) for ds, d in data.items()}
+    _measure(res, summary, theory, cfg, triggered)
     res.evaluate(LEDGER)
     res.elapsed_s = time.perf_counter() - began
     return res
@@ -478,16 +481,56 @@ def _total(rows: list[dict]) -> float:
     return max(r["total_rounds"] for r in rows)
 
 
+#: (weight, proportion) terms of a value written as Σ wₖ·pₖ
+Terms = list[tuple[float, float]]
+
+
 def _put(res: Results, cid: str, setting: str, value: float, detail: str = "",
-         samples: list[float] | None = None) -> None:
+         samples: list[float] | None = None, *, items: int | None = None, terms: Terms | None = None) -> None:
     """Record a value of claim ``cid`` (or of its full-mode CIFAR twin, which holds the CIFAR settings); ``samples``:
-    the per-seed values where the value is their mean."""
+    the per-seed values where the value is their mean. ``terms``: the value as Σ wₖ·pₖ of proportions pₖ, each over
+    at least ``items`` items (a model's accuracy on the forgotten clients' samples, a backdoor's success on the
+    triggered held-out images), so that full mode's verdict carries their sampling bound too
+    (:meth:`fedlib.results.Results.measure`); a single (1, p), (−1, q) pair is a difference of two models. With
+    ``samples`` the terms are left out: each seed draws its own partition, so the forgotten clients' samples differ
+    from seed to seed and the spread over seeds already holds their sampling (a binomial bound on top would count
+    it twice)."""
     claim = CLAIMS[cid] if setting in CLAIMS[cid].settings else CLAIMS[f"{cid}_cifar"]
-    res.measure(claim, value, detail, setting=setting, samples=samples)
+    if terms is None or items is None or samples is not None:
+        res.measure(claim, value, detail, setting=setting, samples=samples)
+        return
+    weights, accs = [w for w, _ in terms], [p for _, p in terms]
+    res.measure(claim, value, detail, setting=setting, samples=samples, test_images=items, accuracies=accs,
+                weights=None if weights == [1.0, -1.0] else weights)
 
 
-def _measure(res: Results, summary: dict, theory: dict | None, cfg: SIFUConfig) -> None:
-    """This run's value of every claim of :data:`LEDGER` it can measure; the others stay "not run"."""
+def _forgotten_items(setup: Setup) -> int:
+    """The samples of one request's clients W = {10i + k} (M/10 clients of n samples each): the items of the
+    smallest forgotten set F_1 (F_r = W_1 ∪ … ∪ W_r holds r times as many), and of Figs. 5-6's single request."""
+    return len(requests_of(setup, 1)[0]) * setup.samples
+
+
+def _watermarked_items(setup: Setup, cfg: SIFUConfig) -> int:
+    """A lower bound of the watermarked samples without the backdoor of F_1 (Figs. 3-4), the smallest F_r:
+    :func:`~fedlib.unlearning.verify.plant_backdoor` poisons at most ⌈fraction · n⌉ of each forgotten client's
+    samples (fewer where a client holds fewer samples outside the target class)."""
+    poisoned = math.ceil(cfg.backdoor_fraction * setup.samples - 1e-9)
+    return len(requests_of(setup, 1)[0]) * (setup.samples - poisoned)
+
+
+def _mean_terms(rows: list[dict], sign: float = 1.0) -> Terms:
+    """``sign`` · mean over the requests of acc(F_r) (:func:`_acc`), as terms."""
+    return [(sign / len(rows), r["acc_forgotten"]) for r in rows]
+
+
+def _diff_terms(by: dict[str, list[dict]], a: str, b: str) -> Terms:
+    """mean_r acc(F_r): ``a`` − ``b``, as terms."""
+    return _mean_terms(by[a]) + _mean_terms(by[b], -1.0)
+
+
+def _measure(res: Results, summary: dict, theory: dict | None, cfg: SIFUConfig, triggered: dict[str, int]) -> None:
+    """This run's value of every claim of :data:`LEDGER` it can measure; the others stay "not run". ``triggered``:
+    by dataset, the held-out images each backdoor success rate is measured on (those outside the target class)."""
     for setup in cfg.setups:
         ds = setup.dataset
         if summary["F2"][ds]:
@@ -500,11 +543,12 @@ def _measure(res: Results, summary: dict, theory: dict | None, cfg: SIFUConfig) 
                 if ds in CLAIMS["dp_bound_table1"].settings:
                     _put(res, "dp_bound_table1", ds, c / TABLE1[ds][6] - 1, f"chosen C per seed: {chosen}")
         if summary["F3"][ds]:
-            _measure_f3(res, ds, _by(summary["F3"][ds]), summary["V3"][ds])
+            _measure_f3(res, ds, _by(summary["F3"][ds]), summary["V3"][ds], items=_watermarked_items(setup, cfg),
+                        triggered=triggered[ds])
         if summary["F5"][ds]:
-            _measure_f5(res, ds, summary["F5"][ds])
+            _measure_f5(res, ds, summary["F5"][ds], items=_forgotten_items(setup))
         if summary["F6"][ds]:
-            _measure_f6(res, ds, summary["F6"][ds], summary["F6_seeds"][ds])
+            _measure_f6(res, ds, summary["F6"][ds], summary["F6_seeds"][ds], items=_forgotten_items(setup))
     if theory is not None:
         _measure_theory(res, theory)
     ratio = cfg.epsilon / c_delta(cfg.delta)
@@ -524,15 +568,29 @@ def _over_seeds(f: Callable[[Any], float], averaged: Any, seeds: list) -> tuple[
     return f(averaged), None
 
 
+def _terms_over_seeds(terms: Callable[[Any], Terms], averaged: Any, seeds: list) -> Terms:
+    """The terms of the value :func:`_over_seeds` gives: each seed's ``terms``, weighted 1/S (its mean over the S
+    seeds); with one seed, those of the ``averaged`` rows."""
+    per = [terms(rows) for rows in seeds] if len(seeds) > 1 else [terms(averaged)]
+    return [(w / len(per), p) for t in per for w, p in t]
+
+
 def _measure_f2(res: Results, setup: Setup, f2: dict[str, list[dict]], cfg: SIFUConfig,
                 seeds: list[dict[str, list[dict]]]) -> None:
     """Fig. 2's claims, each computed on every seed's rows and averaged (``seeds``: each seed's rows; ``f2``: the
-    seed-averaged rows, which the details quote)."""
+    seed-averaged rows, which the details quote). Where ``terms`` writes a seed's value as Σ wₖ·acc(F_r) of the
+    schemes' accuracies on F_r (a minimum or maximum over schemes: the pair it selects), the verdict carries their
+    sampling bound too, over F_1's samples, the smallest F_r: each accuracy is over at least as many."""
     ds, scr = setup.dataset, _acc(f2["SCRATCH"])
+    items = _forgotten_items(setup)
 
-    def put(cid: str, setting: str, f: Callable[[dict[str, list[dict]]], float], detail: str) -> None:
+    def put(cid: str, setting: str, f: Callable[[dict[str, list[dict]]], float], detail: str,
+            terms: Callable[[dict[str, list[dict]]], Terms] | None = None) -> None:
         value, samples = _over_seeds(f, f2, seeds)
-        _put(res, cid, setting, value, detail, samples)
+        if terms is not None:
+            detail += f"; sampling over ≥ {items:,} samples per F_r (F_1's, the smallest)"
+        _put(res, cid, setting, value, detail, samples, items=items,
+             terms=None if terms is None else _terms_over_seeds(terms, f2, seeds))
 
     scr_total = _total(f2["SCRATCH"])
     for reading in READINGS:
@@ -540,9 +598,11 @@ def _measure_f2(res: Results, setup: Setup, f2: dict[str, list[dict]], cfg: SIFU
         detail = ", ".join(f"{s} {_acc(f2[s]):.3f} ({_total(f2[s]):.0f} rounds)" for s in trio) + \
             f"; SCRATCH {scr:.3f} ({scr_total:.0f} rounds)"
         setting = f"{ds}, {reading}"
-        put("baselines_remember", setting, lambda r, t=trio: min(_acc(r[s]) for s in t) - _acc(r["SCRATCH"]), detail)
+        put("baselines_remember", setting, lambda r, t=trio: min(_acc(r[s]) for s in t) - _acc(r["SCRATCH"]), detail,
+            lambda r, t=trio: _diff_terms(r, min(t, key=lambda s: _acc(r[s])), "SCRATCH"))
         put("baselines_similar", setting, lambda r, t=trio: max(_acc(r[s]) for s in t) - min(_acc(r[s]) for s in t),
-            detail)
+            detail, lambda r, t=trio: _diff_terms(r, max(t, key=lambda s: _acc(r[s])),
+                                                  min(t, key=lambda s: _acc(r[s]))))
         put("baselines_fast", setting, lambda r, t=trio: 1 - max(_total(r[s]) for s in t) / _total(r["SCRATCH"]),
             detail)
     ft = _acc(f2["FINE-TUNING"])
@@ -553,10 +613,13 @@ def _measure_f2(res: Results, setup: Setup, f2: dict[str, list[dict]], cfg: SIFU
         detail = (f"{scheme} {acc:.3f} ({total:.0f} rounds), SCRATCH {scr:.3f} ({scr_total:.0f} rounds), "
                   f"FINE-TUNING {ft:.3f}")
         put("sifu_below_finetuning" + ("_sigma_ours" if label else ""), setting,
-            lambda r, x=scheme: _acc(r["FINE-TUNING"]) - _acc(r[x]), detail)
-        put("sifu_close_to_scratch", setting, lambda r, x=scheme: _acc(r[x]) - _acc(r["SCRATCH"]), detail)
+            lambda r, x=scheme: _acc(r["FINE-TUNING"]) - _acc(r[x]), detail,
+            lambda r, x=scheme: _diff_terms(r, "FINE-TUNING", x))
+        put("sifu_close_to_scratch", setting, lambda r, x=scheme: _acc(r[x]) - _acc(r["SCRATCH"]), detail,
+            lambda r, x=scheme: _diff_terms(r, x, "SCRATCH"))
         if not ds.startswith("fashion"):
-            put("sifu_above_scratch", setting, lambda r, x=scheme: _acc(r[x]) - _acc(r["SCRATCH"]), detail)
+            put("sifu_above_scratch", setting, lambda r, x=scheme: _acc(r[x]) - _acc(r["SCRATCH"]), detail,
+                lambda r, x=scheme: _diff_terms(r, x, "SCRATCH"))
         put("sifu_fewer_rounds", setting, lambda r, x=scheme: 1 - _total(r[x]) / _total(r["SCRATCH"]), detail)
         if not label:
             put("sifu_half_rounds", setting, lambda r, x=scheme: _total(r[x]) / _total(r["SCRATCH"]) - 0.5, detail)
@@ -581,7 +644,9 @@ def _measure_f2(res: Results, setup: Setup, f2: dict[str, list[dict]], cfg: SIFU
              f"{cfg.max_rounds})")
 
 
-def _measure_verification(res: Results, ds: str, fig: str, rows: list[dict]) -> None:
+def _measure_verification(res: Results, ds: str, fig: str, rows: list[dict], triggered: int | None = None) -> None:
+    """The verification's claims; ``triggered``: the held-out images (outside the backdoor's target class) each
+    model's backdoor success is the proportion of (Figs. 3-4)."""
     v = {r["model"]: r for r in rows}
     pos, neg = v[REMEMBERS], v[FORGOT]
     _put(res, "verify_mia_separates", f"{ds}, {fig}", pos["mia_auc"] - neg["mia_auc"],
@@ -597,36 +662,56 @@ def _measure_verification(res: Results, ds: str, fig: str, rows: list[dict]) -> 
     else:
         asr = {k: r["backdoor_success"] for k, r in v.items()}
         detail = ", ".join(f"{k} {a:.3f}" for k, a in asr.items())
-        _put(res, "verify_backdoor_separates", ds, asr[REMEMBERS] - asr[FORGOT], detail)
+        def pair(a: str, b: str) -> Terms:
+            return [(1.0, asr[a]), (-1.0, asr[b])]
+
+        _put(res, "verify_backdoor_separates", ds, asr[REMEMBERS] - asr[FORGOT], detail, items=triggered,
+             terms=pair(REMEMBERS, FORGOT))
         for label, scheme in WM_SIFU:
             if scheme in asr:
-                _put(res, "wm_sifu_forgets_backdoor", ds + label, asr[scheme] - asr["SCRATCH"], detail)
-        _put(res, "wm_finetuning_keeps_backdoor", ds, asr["FINE-TUNING"] - asr["SCRATCH"], detail)
+                _put(res, "wm_sifu_forgets_backdoor", ds + label, asr[scheme] - asr["SCRATCH"], detail,
+                     items=triggered, terms=pair(scheme, "SCRATCH"))
+        _put(res, "wm_finetuning_keeps_backdoor", ds, asr["FINE-TUNING"] - asr["SCRATCH"], detail, items=triggered,
+             terms=pair("FINE-TUNING", "SCRATCH"))
 
 
-def _measure_f3(res: Results, ds: str, f3: dict[str, list[dict]], v3: list[dict]) -> None:
+def _measure_f3(res: Results, ds: str, f3: dict[str, list[dict]], v3: list[dict], *, items: int,
+                triggered: int) -> None:
+    """Figs. 3-4's claims on the seed-averaged rows ``f3`` and verification ``v3``. ``items``: a lower bound of the
+    watermarked samples of F_1, the smallest F_r, that the accuracies on F_r are over (the sampling bound of a mean
+    over requests then errs on the wide side; that of a mean over seeds too, p ↦ √(p(1 − p)) being concave);
+    ``triggered``: the held-out images of the backdoor's success."""
     scr, scr_total = _acc(f3["SCRATCH"]), _total(f3["SCRATCH"])
+    where = f"sampling over ≥ {items:,} watermarked samples per F_r (F_1's, the smallest)"
     for label, scheme in WM_SIFU:
         if scheme in f3:
             detail = (f"{scheme} {_acc(f3[scheme]):.3f} ({_total(f3[scheme]):.0f} rounds), SCRATCH {scr:.3f} "
                       f"({scr_total:.0f})")
-            _put(res, "wm_sifu_close_to_scratch", ds + label, _acc(f3[scheme]) - scr, detail)
+            _put(res, "wm_sifu_close_to_scratch", ds + label, _acc(f3[scheme]) - scr, f"{detail}; {where}",
+                 items=items, terms=_diff_terms(f3, scheme, "SCRATCH"))
             _put(res, "wm_sifu_fewer_rounds", ds + label, 1 - _total(f3[scheme]) / scr_total, detail)
     for reading in READINGS:
         accs = {s: _acc(f3[s]) for s in ("FINE-TUNING", reading, "DP")}
+        lowest = min(accs, key=accs.get)
         _put(res, "wm_baselines_remember", f"{ds}, {reading}", min(accs.values()) - scr,
-             ", ".join(f"{s} {a:.3f}" for s, a in accs.items()) + f"; SCRATCH {scr:.3f}")
-    _measure_verification(res, ds, "Figs. 3-4", v3)
+             ", ".join(f"{s} {a:.3f}" for s, a in accs.items()) + f"; SCRATCH {scr:.3f}; {where}",
+             items=items, terms=_diff_terms(f3, lowest, "SCRATCH"))
+    _measure_verification(res, ds, "Figs. 3-4", v3, triggered)
 
 
-def _measure_f5(res: Results, ds: str, rows: list[dict]) -> None:
+def _measure_f5(res: Results, ds: str, rows: list[dict], *, items: int) -> None:
+    """Fig. 5's claims on the seed-averaged ``rows``; ``items``: the forgotten clients' samples each accuracy is
+    over (a mean over seeds of accuracies on them: its sampling bound from the mean accuracy errs on the wide side,
+    p ↦ √(p(1 − p)) being concave)."""
     base = rows[0]
     sweep = [r for r in rows if r["scheme"] == "SIFU"]
     small, big = sweep[0], sweep[-1]
     ts = [r["T"] for r in sweep]
     _put(res, "f5_small_sigma_restarts_at_start", ds, small["T"], f"T = {small['T']:.3g} at σ = {small['sigma']:g}")
     _put(res, "f5_small_sigma_like_scratch", ds, small["acc_forgotten"] - base["acc_forgotten"],
-         f"{small['acc_forgotten']:.3f} vs SCRATCH {base['acc_forgotten']:.3f}")
+         f"{small['acc_forgotten']:.3f} vs SCRATCH {base['acc_forgotten']:.3f}; sampling over the forgotten clients' "
+         f"{items:,} samples", items=items,
+         terms=[(1.0, small["acc_forgotten"]), (-1.0, base["acc_forgotten"])])
     _put(res, "f5_small_sigma_like_scratch_rounds", ds, small["ours"] / base["ours"] - 1,
          f"{small['ours']:.1f} vs SCRATCH {base['ours']:.1f} rounds")
     _put(res, "f5_large_sigma_final_model", ds, big["T"] - big["N_0"],
@@ -634,14 +719,18 @@ def _measure_f5(res: Results, ds: str, rows: list[dict]) -> None:
     _put(res, "f5_large_sigma_like_last_rounds", ds, 1 - big["ours"] / base["ours"],
          f"{big['ours']:.1f} vs SCRATCH {base['ours']:.1f} rounds")
     _put(res, "f5_large_sigma_like_last_accuracy", ds, big["acc_forgotten"] - base["acc_forgotten"],
-         f"{big['acc_forgotten']:.3f} vs SCRATCH {base['acc_forgotten']:.3f}")
+         f"{big['acc_forgotten']:.3f} vs SCRATCH {base['acc_forgotten']:.3f}; sampling over the forgotten clients' "
+         f"{items:,} samples", items=items,
+         terms=[(1.0, big["acc_forgotten"]), (-1.0, base["acc_forgotten"])])
     _put(res, "f5_restart_monotone", ds, sum(b < a for a, b in itertools.pairwise(ts)),
          f"T = {[round(t, 1) for t in ts]}")
 
 
-def _measure_f6(res: Results, ds: str, rows: list[dict], seeds: list[list[dict]]) -> None:
+def _measure_f6(res: Results, ds: str, rows: list[dict], seeds: list[list[dict]], *, items: int | None) -> None:
     """Fig. 6's claims (minima and maxima over the forgotten class k), each computed on every seed's rows and
-    averaged (``seeds``); the details quote the seed-averaged ``rows``."""
+    averaged (``seeds``); the details quote the seed-averaged ``rows``. ``items``: the samples of class k's clients
+    each accuracy is over (None: not known, no sampling bound); an accuracy claim's verdict carries the sampling
+    bound of the pair of accuracies each seed's minimum or maximum selects."""
     def table(rs: list[dict]) -> tuple[dict, list]:
         by = {(r["class"], r["scheme"]): r for r in rs}
         return by, sorted({r["class"] for r in rs})
@@ -654,18 +743,30 @@ def _measure_f6(res: Results, ds: str, rows: list[dict], seeds: list[list[dict]]
         by, classes = table(rs)
         return min(1 - by[(k, "SIFU")]["ours"] / by[(k, "SCRATCH")]["ours"] for k in classes)
 
+    def below_terms(rs: list[dict]) -> Terms:
+        v = min(accs(rs).values(), key=lambda v: v["FINE-TUNING"] - v["SIFU"])
+        return [(1.0, v["FINE-TUNING"]), (-1.0, v["SIFU"])]
+
+    def close_terms(rs: list[dict]) -> Terms:
+        v = max(accs(rs).values(), key=lambda v: abs(v["SIFU"] - v["SCRATCH"]))
+        sign = 1.0 if v["SIFU"] >= v["SCRATCH"] else -1.0
+        return [(sign, v["SIFU"]), (-sign, v["SCRATCH"])]
+
     by, classes = table(rows)
     detail = "; ".join(f"class {k}: " + ", ".join(f"{s} {a:.3f}" for s, a in v.items()) for k, v in accs(rows).items())
-    for cid, f, text in (
+    for cid, f, text, terms in (
             ("f6_sifu_below_finetuning", lambda rs: min(v["FINE-TUNING"] - v["SIFU"] for v in accs(rs).values()),
-             detail),
+             detail, below_terms),
             ("f6_sifu_close_to_scratch", lambda rs: max(abs(v["SIFU"] - v["SCRATCH"]) for v in accs(rs).values()),
-             detail),
+             detail, close_terms),
             ("f6_sifu_fewer_rounds", fewer_rounds,
              "; ".join(f"class {k}: SIFU {by[(k, 'SIFU')]['ours']:.0f}, SCRATCH {by[(k, 'SCRATCH')]['ours']:.0f}"
-                       for k in classes))):
+                       for k in classes), None)):
         value, samples = _over_seeds(f, rows, seeds)
-        _put(res, cid, ds, value, text, samples)
+        if terms is not None and items is not None:
+            text += f"; sampling over the {items:,} samples of class k's clients"
+        _put(res, cid, ds, value, text, samples, items=items,
+             terms=None if terms is None else _terms_over_seeds(terms, rows, seeds))
 
 
 def _measure_theory(res: Results, theory: dict) -> None:
