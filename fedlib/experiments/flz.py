@@ -495,6 +495,21 @@ def _mean(values: list[float | None]) -> float | None:
     return None if not values or any(v is None for v in values) else statistics.fmean(values)
 
 
+def _correct(probe: dict | None, accuracy: float | None) -> list[bool] | None:
+    """Which test images a probed model (:func:`probe`) classifies correctly, from its stored predictions: the test
+    set holds the same number of images of each of the 10 classes, in class order (:func:`federation` draws it as
+    one row of :func:`~fedlib.data.partition.by_counts`, which takes the classes in turn). None where the unit has
+    not run or the predictions do not give back the model's ``accuracy`` (then no paired bound is claimed)."""
+    if probe is None or accuracy is None:
+        return None
+    pred = probe["test_pred"]
+    per_class = len(pred) // 10
+    if not per_class or len(pred) % 10:
+        return None
+    correct = [int(p) == j // per_class for j, p in enumerate(pred)]
+    return correct if abs(sum(correct) / len(correct) - accuracy) <= 1e-6 else None
+
+
 def _std(values: list[float | None]) -> float | None:
     return None if len(values) < 2 or any(v is None for v in values) else statistics.stdev(values)
 
@@ -661,12 +676,15 @@ def _grid(res: Results, ch: _Chapter) -> dict:
 
 
 def _zdims(res: Results, ch: _Chapter) -> dict:
-    """Fig. 4.5: FLZ and FLZ(unlearn) per round for each z_dim, beside FLAvg and FLAvg(subset) (first repeat)."""
+    """Fig. 4.5: FLZ and FLZ(unlearn) per round for each z_dim, beside FLAvg and FLAvg(subset) (first repeat): each
+    final accuracy, and under ``"correct"`` each final model's per-image results on the test set (:func:`_correct`;
+    the paired test-set sampling bound of the differences between them)."""
     cfg, seed = ch.cfg, ch.repeats[0]
     xs = list(range(1, cfg.sweep_rounds + 1))
     base = {"FLAvg": ch.flavg("mnist", "uneven", seed, cfg.sweep_rounds),
             "FLAvg(subset)": ch.flavg("mnist", "uneven", seed, cfg.sweep_rounds, subset=True)}
-    out = {k: _get(v, "accuracy", -1) for k, v in base.items()}
+    out: dict[Any, Any] = {k: _get(v, "accuracy", -1) for k, v in base.items()}
+    correct = out["correct"] = {k: _correct(_get(v, "final"), out[k]) for k, v in base.items()}
     for name, r in base.items():
         if r is not None:
             res.add_series(f"F4.5/{name}", xs, r["accuracy"], label=name)
@@ -674,6 +692,8 @@ def _zdims(res: Results, ch: _Chapter) -> dict:
         preset = ch.preset(cfg.sweep_steps, z_dim=d)
         r = ch.flz("mnist", "uneven", seed, cfg.sweep_rounds, preset, _tag(preset))
         out[("FLZ", d)], out[("FLZ(unlearn)", d)] = _get(r, "accuracy", -1), _get(r, "unlearn_accuracy", -1)
+        correct[("FLZ", d)] = _correct(_get(r, "final"), out[("FLZ", d)])
+        correct[("FLZ(unlearn)", d)] = _correct(_get(r, "unlearned"), out[("FLZ(unlearn)", d)])
         if r is not None:
             res.add_series(f"F4.5/z={d}/FLZ", xs, r["accuracy"], label=f"FLZ, d = {d}")
             res.add_series(f"F4.5/z={d}/FLZ(unlearn)", xs, r["unlearn_accuracy"], label=f"FLZ(unlearn), d = {d}")
@@ -774,10 +794,18 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
              zdims: dict, seeds: dict) -> None:
     """This run's value of every claim of :data:`LEDGER` (None where its units have not run)."""
     claim = {c.id: c for c in LEDGER}
+    #: the test set every accuracy is measured on (:func:`federation`: ``test_per_class`` images of each of the 10
+    #: classes, drawn per seed; every split of one seed and dataset shares it)
+    n_test = 10 * cfg.test_per_class
 
     def measure(cid: str, value: float | None, detail: str, setting: str = "",
-                samples: list[float] | None = None) -> None:
-        res.measure(claim[cid], value, detail, setting=setting, samples=samples)
+                samples: list[float] | None = None, sampling: dict[str, Any] | None = None) -> None:
+        """``sampling``: what ``value`` was read off (``test_images`` and ``accuracies``, with ``weights`` or
+        ``disagreement`` where needed; :meth:`Results.measure`), for full mode's test-set sampling bound. With
+        ``samples`` it is left out: each seed draws its own test set (and partition), so the spread over the seeds
+        already holds the test set's sampling (a binomial bound on top would count it twice)."""
+        res.measure(claim[cid], value, detail, setting=setting, samples=samples,
+                    **(sampling if sampling is not None and value is not None and samples is None else {}))
 
     def diff(a: float | None, b: float | None) -> float | None:
         return None if a is None or b is None else a - b
@@ -785,14 +813,21 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
     def fmt(value: float | None) -> str:
         return "not run" if value is None else f"{value:.3f}"
 
+    def read_off(*accuracies: float | None, n: int = n_test) -> dict[str, Any] | None:
+        """The sampling of one model's accuracy minus a fixed number (one accuracy) or of a difference of two
+        models' (two), without per-image results. Local learning's accuracy is the mean of the five agents'
+        models: taken as one model's, its bound is at least that of the five's worst case (p(1 − p) is concave)."""
+        return None if None in accuracies else {"test_images": n, "accuracies": accuracies}
+
     if sanity:
         t42, ent = sanity["t42"], sanity["entanglement"]
         cl, fl, ll = t42["centralised learning"], t42["FL"], t42["local learning"]
         text = ", ".join(f"{k} {fmt(v)}" for k, v in t42.items())
-        measure("cl_above_fl", diff(cl, fl), text, "mnist")
-        measure("fl_above_ll", diff(fl, ll), text, "mnist")
+        # CL and ll keep no per-image results: the bound of independent errors
+        measure("cl_above_fl", diff(cl, fl), text, "mnist", sampling=read_off(cl, fl))
+        measure("fl_above_ll", diff(fl, ll), text, "mnist", sampling=read_off(fl, ll))
         for k, v in t42.items():
-            measure("t42_values", diff(v, T42[k]), f"ours {fmt(v)}, paper {T42[k]}", k)
+            measure("t42_values", diff(v, T42[k]), f"ours {fmt(v)}, paper {T42[k]}", k, sampling=read_off(v))
         off = ent[0.0]
         last = {t: None if e is None else e[-1] for t, e in ent.items()}
         text = f"final mean cos: without {fmt(last[0.0])}, with {fmt(last[1.0])}"
@@ -911,7 +946,7 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
                           f"FLZ(unlearn) {fmt(a['FLZ(unlearn)'])}, FLAvg(subset) {fmt(a['FLAvg(subset)'])}; without "
                           f"unlearning FLZ {fmt(a['FLZ'])} (difference {fmt(diff(a['FLZ'], a['FLAvg(subset)']))})",
                           key, (split, ds))
-    _measure_forgetting(measure, frameworks, verified, fmt, diff)
+    _measure_forgetting(measure, frameworks, verified, fmt, diff, cfg)
 
     if grid:
         mean = {k: _mean(v) for k, v in grid.items()}
@@ -956,6 +991,7 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
         for name, paper in (("FLZ", T45), ("FLZ(unlearn)", T46)):
             ours = [grid[(name, *c)] for c in cells if c in paper]
             dev = [None if v is None else abs(v - paper[c][0]) for v, c in zip(ours, [c for c in cells if c in paper])]
+            # a mean of |ours − paper|: not linear, no sampling bound
             measure("grid_values", _mean(dev), "not run" if None in ours or not ours else
                     f"ours {min(ours):.3f}-{max(ours):.3f}, paper {min(p for p, _ in paper.values()):.3f}-"
                     f"{max(p for p, _ in paper.values()):.3f}", name)
@@ -964,15 +1000,46 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
         others = [v for d, v in d_un.items() if d != 5]
         text = ", ".join(f"d = {d}: FLZ {fmt(zdims[('FLZ', d)])}, FLZ(unlearn) {fmt(v)}" for d, v in d_un.items())
         text += f"; FLAvg {fmt(zdims['FLAvg'])}, FLAvg(subset) {fmt(zdims['FLAvg(subset)'])}"
+        correct = zdims.get("correct", {})
+
+        def paired(a: Any, b: Any) -> dict[str, Any] | None:
+            """The sampling of zdims[a] − zdims[b], two models of one seed on its test set: paired where both kept
+            their per-image results (the share of images exactly one gets right), else independent errors."""
+            p, q = zdims.get(a), zdims.get(b)
+            if p is None or q is None:
+                return None
+            out = read_off(p, q)
+            ca, cb = correct.get(a), correct.get(b)
+            if ca is not None and cb is not None and len(ca) == len(cb) == n_test:
+                d = sum(x != y for x, y in zip(ca, cb)) / n_test
+                # the stored accuracies are float32 means: keep d within what they allow (it moves by < 1e-6)
+                out["disagreement"] = min(max(d, abs(p - q)), p + q, 2 - p - q)
+            return out
+
+        def best(name: str, ds: list[int]) -> int | None:
+            """The z_dim of ``ds`` with the highest final accuracy of ``name`` (the first of equals)."""
+            values = [zdims[(name, d)] for d in ds]
+            return None if not ds or None in values else ds[values.index(max(values))]
+
+        d_best = best("FLZ(unlearn)", [d for d in cfg.z_dims if d != 5])
         measure("zdim5_best", None if 5 not in d_un or None in others or not others else diff(d_un[5], max(others)),
-                text, "mnist")
-        measure("zdim2_unlearn_drops", diff(zdims["FLAvg(subset)"], d_un.get(2)), text, "mnist")
+                text, "mnist",
+                sampling=None if d_best is None else paired(("FLZ(unlearn)", 5), ("FLZ(unlearn)", d_best)))
+        measure("zdim2_unlearn_drops", diff(zdims["FLAvg(subset)"], d_un.get(2)), text, "mnist",
+                sampling=paired("FLAvg(subset)", ("FLZ(unlearn)", 2)))
         best_flz = [zdims[("FLZ", d)] for d in cfg.z_dims]
-        measure("flz_stagnates", None if None in best_flz else diff(zdims["FLAvg"], max(best_flz)), text, "mnist")
+        d_best = best("FLZ", list(cfg.z_dims))
+        measure("flz_stagnates", None if None in best_flz else diff(zdims["FLAvg"], max(best_flz)), text, "mnist",
+                sampling=None if d_best is None else paired("FLAvg", ("FLZ", d_best)))
     if seeds:
         ranges = {k: None if len(v) < 2 or None in v else max(v) - min(v) for k, v in seeds.items()}
         text = "; ".join(f"{k}: " + ", ".join(fmt(x) for x in v) for k, v in seeds.items())
-        measure("seed_matters", ranges["FLZ"], text, "mnist")
+        # the range is the difference of the best and the worst seed's accuracies, each on its own seed's test set:
+        # independent errors, so test-set sampling alone gives the range its bound (not counting the selection of
+        # the two among the seeds, which widens it further)
+        flz = seeds.get("FLZ", [])
+        measure("seed_matters", ranges["FLZ"], text, "mnist",
+                sampling=None if ranges["FLZ"] is None else read_off(max(flz), min(flz)))
         measure("unlearn_consistent_over_seeds", diff(ranges["FLZ"], ranges["FLZ(unlearn)"]), text, "mnist")
 
 
@@ -985,11 +1052,24 @@ def _selective_rise(before: dict | None, after: dict | None) -> float | None:
             - (after["loss_heldout"] / before["loss_heldout"] - 1))
 
 
-def _measure_forgetting(measure: Callable, frameworks: dict, verified: dict, fmt: Callable, diff: Callable) -> None:
+def _measure_forgetting(measure: Callable, frameworks: dict, verified: dict, fmt: Callable, diff: Callable,
+                        cfg: FLZConfig) -> None:
     """The forgetting claims from the probes of every run (means over the repeats)."""
     columns = {"remembers": REMEMBERS, "forgot": FORGOT, "FLZ": "FLZ", "FLZ(unlearn)": "FLZ(unlearn)"}
+    #: the triggered test images: the test set (``test_per_class`` of each of the 10 classes) but the target class's,
+    #: which :func:`~fedlib.unlearning.verify.attack_success_rate` leaves out
+    triggered = 9 * cfg.test_per_class
     for (split, ds), reps in frameworks.items():
         key = f"{split}/{ds}"
+
+        def mean_difference(metric: str, a: str, b: str, n: int, reps: list = reps) -> dict[str, Any] | None:
+            """The sampling of the difference of two columns' means over the repeats of a proportion over ``n``
+            items (each repeat draws its own): Σ ± p / S over the repeats' values, no per-item results."""
+            pa, pb = ([_metric(r, *_VERIFIED[columns[c]], metric) for r in reps] for c in (a, b))
+            if not reps or None in pa or None in pb:
+                return None
+            s = len(reps)
+            return {"test_images": n, "accuracies": pa + pb, "weights": [1 / s] * s + [-1 / s] * s}
 
         def values(metric: str, split: str = split, ds: str = ds) -> dict[str, float | None]:
             return {k: verified[(split, ds, metric, c)] for k, c in columns.items()}
@@ -1003,9 +1083,10 @@ def _measure_forgetting(measure: Callable, frameworks: dict, verified: dict, fmt
             measure("membership_attack_separates_controls", diff(auc["remembers"], auc["forgot"]), text("auc"), key)
         if key in claim_settings("forgets_backdoor"):
             asr = values("backdoor_success")
-            measure("forgets_backdoor", diff(asr["FLZ(unlearn)"], asr["forgot"]), text("backdoor_success"), key)
+            measure("forgets_backdoor", diff(asr["FLZ(unlearn)"], asr["forgot"]), text("backdoor_success"), key,
+                    sampling=mean_difference("backdoor_success", "FLZ(unlearn)", "forgot", triggered))
             measure("backdoor_separates_controls", diff(asr["remembers"], asr["forgot"]), text("backdoor_success"),
-                    key)
+                    key, sampling=mean_difference("backdoor_success", "remembers", "forgot", triggered))
         if key in claim_settings("unlearning_forgets"):
             rise = _mean([_selective_rise(_get(r["FLZ"], "final"), _get(r["FLZ"], "unlearned")) for r in reps])
             scale = _mean([_selective_rise(_get(r["FLAvg"], "final"), _get(r["SCRATCH"], "final")) for r in reps])
@@ -1016,7 +1097,11 @@ def _measure_forgetting(measure: Callable, frameworks: dict, verified: dict, fmt
                     f"(FLAvg → retrained): {fmt(scale)}", key)
         if split == "het":
             acc_f = values("acc_forgotten")
-            measure("forgets_own_classes", diff(acc_f["FLZ(unlearn)"], acc_f["forgot"]), text("acc_forgotten"), ds)
+            # a proportion over the forgotten agent's training samples where one agent is forgotten (several: the
+            # mean of their accuracies, no sampling bound)
+            own = sum(split_counts(split)[cfg.forget[0]]) if len(cfg.forget) == 1 else None
+            measure("forgets_own_classes", diff(acc_f["FLZ(unlearn)"], acc_f["forgot"]), text("acc_forgotten"), ds,
+                    sampling=None if own is None else mean_difference("acc_forgotten", "FLZ(unlearn)", "forgot", own))
 
 
 def claim_settings(claim_id: str) -> tuple[str, ...]:
