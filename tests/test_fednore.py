@@ -290,3 +290,11 @@ def test_a_full_run_compares_two_runs_with_their_per_image_results(tmp_path):
     assert set(paired) == {"nore1_improves/σ = 8", "nore2_improves/σ = 8", "nore2_beats_nore1/σ = 8"}
     assert len(pairs) == 6 and 0 < paired["nore1_improves/σ = 8"] < paired["nore2_improves/σ = 8"] < 1
     assert pairs["nore2_improves/σ = 8"]["accuracies"][1] == pairs["nore1_improves/σ = 8"]["accuracies"][1]
+    # a difference of two gains combines four runs: Fed-nore-1's kept their per-image results (exact bound),
+    # Fed-nore-2's at σ = 40 diverged (the bound without them)
+    gains = {cid: res.measured[f"{cid}/σ = 8 vs 40"] for cid in ("nore1_large_noise", "nore2_moderate_noise")}
+    for cid, m in gains.items():
+        a, w = m["sampling"]["accuracies"], m["sampling"]["weights"]
+        assert w == [1.0, -1.0, -1.0, 1.0] and m["value"] == pytest.approx(sum(x * y for x, y in zip(w, a)))
+    assert "mean_square" in gains["nore1_large_noise"]["sampling"]
+    assert "mean_square" not in gains["nore2_moderate_noise"]["sampling"]

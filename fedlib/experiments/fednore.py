@@ -49,7 +49,7 @@ from fedlib.experiments.dpfl import replacements
 from fedlib.fl import Algorithm, FLConfig, LocalSGD, LocalTrainer, RunSummary, evaluate, get_flat, layer_slices, \
     run_federated
 from fedlib.fl.client import cross_entropy
-from fedlib.fl.engine import disagreement
+from fedlib.fl.engine import disagreement, mean_square
 from fedlib.ledger import Claim
 from fedlib.privacy import DEFAULT_ORDERS, PrivacyBudget, compute_rdp, noise_norm_ratio, rdp_to_epsilon
 from fedlib.results import Results
@@ -361,6 +361,19 @@ class _Track:
         bits = [None if self.run(v) is None else self.run(v).correct(best=True) for v in (a, b)]
         res.measure_difference(claim, self.best(a), self.best(b), detail, setting=setting,
                                test_images=len(self.fed.test), disagreement=disagreement(*bits))
+
+    def combine(self, res: Results, claim: Claim, value: float | None, terms: Sequence[tuple[float, Variant | None]],
+                detail: str, *, setting: str = "") -> None:
+        """Record ``value`` = Σ w·best(v) over ``terms`` (e.g. a difference of two gains) with the test set's
+        sampling bound of that combination: exact where every unit kept the per-image results of its best model."""
+        accs = [self.best(v) for _, v in terms]
+        if value is None or None in accs:
+            res.measure(claim, value, detail, setting=setting)
+            return
+        weights = [w for w, _ in terms]
+        res.measure(claim, value, detail, setting=setting, test_images=len(self.fed.test), accuracies=accs,
+                    weights=weights, mean_square=mean_square(weights, [self.run(v).correct(best=True)
+                                                                       for _, v in terms]))
 
 
 def _sub(a: float | None, b: float | None) -> float | None:
@@ -841,9 +854,12 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
         detail = (f"σ = 8: plain {fmt(low['plain'])}, gains {fmt(low['nore1_gain'])} / {fmt(low['nore2_gain'])}; "
                   f"σ = 40: plain {fmt(high['plain'])}, gains {fmt(high['nore1_gain'])} / {fmt(high['nore2_gain'])} "
                   "(Fed-nore-1 / -2)")
-        res.measure(claim["nore1_large_noise"], _sub(high["nore1_gain"], low["nore1_gain"]), detail, setting=SIGMAS)
-        res.measure(claim["nore2_moderate_noise"], _sub(low["nore2_gain"], high["nore2_gain"]), detail,
-                    setting=SIGMAS)
+        for cid, kind, first, second in (("nore1_large_noise", "nore1", 40.0, PAPER_SIGMA),
+                                         ("nore2_moderate_noise", "nore2", PAPER_SIGMA, 40.0)):
+            gains = {PAPER_SIGMA: low, 40.0: high}
+            mlp.combine(res, claim[cid], _sub(gains[first][f"{kind}_gain"], gains[second][f"{kind}_gain"]),
+                        [(1.0, at[first][kind]), (-1.0, at[first]["plain"]), (-1.0, at[second][kind]),
+                         (1.0, at[second]["plain"])], detail, setting=SIGMAS)
         mlp.compare(res, claim["nore2_above_plain_at_large_sigma"], at[40.0]["nore2"], at[40.0]["plain"], detail)
         mlp.compare(res, claim["nore1_above_nore2_at_large_sigma"], at[40.0]["nore1"], at[40.0]["nore2"], detail)
         mlp.compare(res, claim["small_sigma_few_rounds"], at[PAPER_SIGMA]["plain"], at[4.0]["plain"],
