@@ -392,9 +392,9 @@ def test_full_verdicts_read_off_test_accuracies_carry_the_test_sets_sampling_bou
 
 
 def test_committed_full_run_records_what_each_accuracy_claim_was_read_off():
-    """The committed full run (re-assembled from its units) records the test items behind each accuracy or rate:
-    600 test images, 540 triggered ones (the target class's 60 left out), agent 4's 600 training samples on complete
-    heterogeneity; none for a mean of |ours − paper| or a difference of ranges (not linear in the accuracies)."""
+    """The committed full run (re-assembled from its units) records the test items behind each accuracy read off one
+    run (600 test images) and the repeats' values behind each mean over them; no sampling for a mean of
+    |ours − paper| or a difference of ranges (not linear in the accuracies)."""
     import json
     from pathlib import Path
 
@@ -403,8 +403,12 @@ def test_committed_full_run_records_what_each_accuracy_claim_was_read_off():
         pytest.skip("no committed full run of flz")
     measured = json.loads(path.read_text())["measured"]
     n = {k: v["sampling"]["test_images"] for k, v in measured.items() if "sampling" in v}
-    assert n["cl_above_fl/mnist"] == n["zdim5_best/mnist"] == n["forgets_own_classes/mnist"] == 600
-    assert n["forgets_backdoor/uneven/mnist"] == n["backdoor_separates_controls/uneven/fashion_mnist"] == 540
+    assert n["cl_above_fl/mnist"] == n["zdim5_best/mnist"] == 600
+    # the forgetting claims are means over five repeats, each on its own partition and test set: their spread
+    # bounds them (a single repeat would carry the bound of its 540 triggered images / agent 4's 600 samples)
+    for key in ("forgets_own_classes/mnist", "forgets_backdoor/uneven/mnist", "forgets_like_retraining/iid/mnist",
+                "backdoor_separates_controls/uneven/fashion_mnist"):
+        assert len(measured[key]["samples"]) == 5 and key not in n
     assert n["seed_matters/mnist"] == 600  # the best and the worst seed, each on its own test set
     assert not {"grid_values/FLZ", "temperature_sensitivity/mnist", "het_band/mnist"} & set(n)
     assert "disagreement" in measured["zdim5_best/mnist"]["sampling"]

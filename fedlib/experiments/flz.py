@@ -1054,7 +1054,8 @@ def _selective_rise(before: dict | None, after: dict | None) -> float | None:
 
 def _measure_forgetting(measure: Callable, frameworks: dict, verified: dict, fmt: Callable, diff: Callable,
                         cfg: FLZConfig) -> None:
-    """The forgetting claims from the probes of every run (means over the repeats)."""
+    """The forgetting claims from the probes of every run (means over the repeats, with each repeat's value where
+    there are several; a single repeat's proportions carry the sampling bound of their items instead)."""
     columns = {"remembers": REMEMBERS, "forgot": FORGOT, "FLZ": "FLZ", "FLZ(unlearn)": "FLZ(unlearn)"}
     #: the triggered test images: the test set (``test_per_class`` of each of the 10 classes) but the target class's,
     #: which :func:`~fedlib.unlearning.verify.attack_success_rate` leaves out
@@ -1064,12 +1065,20 @@ def _measure_forgetting(measure: Callable, frameworks: dict, verified: dict, fmt
 
         def mean_difference(metric: str, a: str, b: str, n: int, reps: list = reps) -> dict[str, Any] | None:
             """The sampling of the difference of two columns' means over the repeats of a proportion over ``n``
-            items (each repeat draws its own): Σ ± p / S over the repeats' values, no per-item results."""
+            items (each repeat draws its own): Σ ± p / S over the repeats' values, no per-item results (used where
+            :func:`per_repeat` gives no spread: a single repeat)."""
             pa, pb = ([_metric(r, *_VERIFIED[columns[c]], metric) for r in reps] for c in (a, b))
             if not reps or None in pa or None in pb:
                 return None
             s = len(reps)
             return {"test_images": n, "accuracies": pa + pb, "weights": [1 / s] * s + [-1 / s] * s}
+
+        def per_repeat(metric: str, a: str, b: str, reps: list = reps) -> list[float] | None:
+            """Each repeat's ``a`` − ``b`` where there are two repeats or more (None otherwise): the per-seed values
+            whose mean is the claim's value and whose spread bounds it (each repeat draws its own partition and
+            test set, so the spread holds their sampling too)."""
+            pa, pb = ([_metric(r, *_VERIFIED[columns[c]], metric) for r in reps] for c in (a, b))
+            return None if len(reps) < 2 or None in pa or None in pb else [x - y for x, y in zip(pa, pb)]
 
         def values(metric: str, split: str = split, ds: str = ds) -> dict[str, float | None]:
             return {k: verified[(split, ds, metric, c)] for k, c in columns.items()}
@@ -1079,14 +1088,18 @@ def _measure_forgetting(measure: Callable, frameworks: dict, verified: dict, fmt
 
         if key in claim_settings("forgets_like_retraining"):
             auc = values("auc")
-            measure("forgets_like_retraining", diff(auc["FLZ(unlearn)"], auc["forgot"]), text("auc"), key)
-            measure("membership_attack_separates_controls", diff(auc["remembers"], auc["forgot"]), text("auc"), key)
+            measure("forgets_like_retraining", diff(auc["FLZ(unlearn)"], auc["forgot"]), text("auc"), key,
+                    per_repeat("auc", "FLZ(unlearn)", "forgot"))
+            measure("membership_attack_separates_controls", diff(auc["remembers"], auc["forgot"]), text("auc"), key,
+                    per_repeat("auc", "remembers", "forgot"))
         if key in claim_settings("forgets_backdoor"):
             asr = values("backdoor_success")
             measure("forgets_backdoor", diff(asr["FLZ(unlearn)"], asr["forgot"]), text("backdoor_success"), key,
-                    sampling=mean_difference("backdoor_success", "FLZ(unlearn)", "forgot", triggered))
+                    per_repeat("backdoor_success", "FLZ(unlearn)", "forgot"),
+                    mean_difference("backdoor_success", "FLZ(unlearn)", "forgot", triggered))
             measure("backdoor_separates_controls", diff(asr["remembers"], asr["forgot"]), text("backdoor_success"),
-                    key, sampling=mean_difference("backdoor_success", "remembers", "forgot", triggered))
+                    key, per_repeat("backdoor_success", "remembers", "forgot"),
+                    mean_difference("backdoor_success", "remembers", "forgot", triggered))
         if key in claim_settings("unlearning_forgets"):
             rise = _mean([_selective_rise(_get(r["FLZ"], "final"), _get(r["FLZ"], "unlearned")) for r in reps])
             scale = _mean([_selective_rise(_get(r["FLAvg"], "final"), _get(r["SCRATCH"], "final")) for r in reps])
@@ -1101,7 +1114,8 @@ def _measure_forgetting(measure: Callable, frameworks: dict, verified: dict, fmt
             # mean of their accuracies, no sampling bound)
             own = sum(split_counts(split)[cfg.forget[0]]) if len(cfg.forget) == 1 else None
             measure("forgets_own_classes", diff(acc_f["FLZ(unlearn)"], acc_f["forgot"]), text("acc_forgotten"), ds,
-                    sampling=None if own is None else mean_difference("acc_forgotten", "FLZ(unlearn)", "forgot", own))
+                    per_repeat("acc_forgotten", "FLZ(unlearn)", "forgot"),
+                    None if own is None else mean_difference("acc_forgotten", "FLZ(unlearn)", "forgot", own))
 
 
 def claim_settings(claim_id: str) -> tuple[str, ...]:
