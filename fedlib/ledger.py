@@ -226,9 +226,10 @@ def _sampling(sampling: dict[str, Any]) -> tuple[float, str]:
     n, accuracies = sampling["test_images"], sampling["accuracies"]
     if "weights" in sampling:
         paired = "mean_square" in sampling
+        how = ("paired by their per-image results" if paired else
+               "no per-image results: the worst case for positively correlated errors")
         return (combination_halfwidth(n, accuracies, sampling["weights"], sampling.get("mean_square")),
-                f"{len(accuracies)} models, " + ("paired by their per-image results, " if paired else
-                                                 "no per-image results: the worst case for positively correlated errors, "))
+                f"{len(accuracies)} models, {how}, ")
     kind = ("" if len(accuracies) == 1 else
             f"paired, models disagree on {sampling['disagreement'] * 100:.2f} % of them, " if "disagreement" in
             sampling else "errors taken independent, ")

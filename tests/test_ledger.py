@@ -230,7 +230,8 @@ def test_a_combination_of_accuracies_carries_its_sampling_bound_into_the_verdict
     entry = full(0.0200, test_images=10_000, accuracies=accs, weights=w, mean_square=0.10)
     assert entry["outcome"] == "reproduced" and "4 models, paired by their per-image results" in entry["detail"]
     for kw, match in (({"weights": w}, "need the accuracies"), ({"mean_square": 0.1}, "needs the weights"),
-                      ({"test_images": 10_000, "accuracies": accs, "weights": w, "disagreement": 0.1}, "not disagreement"),
+                      ({"test_images": 10_000, "accuracies": accs, "weights": w, "disagreement": 0.1},
+                       "not disagreement"),
                       ({"test_images": 10_000, "accuracies": accs, "weights": (1.0, 1.0, -1.0, -1.0)}, "weighted sum")):
         with pytest.raises(ValueError, match=match):
             Results("adpdfl", "full", seed=0, config={}).measure(GT, 0.0200, **kw)
