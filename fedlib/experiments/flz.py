@@ -813,11 +813,11 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
     def fmt(value: float | None) -> str:
         return "not run" if value is None else f"{value:.3f}"
 
-    def read_off(*accuracies: float | None, n: int = n_test) -> dict[str, Any] | None:
+    def read_off(*accuracies: float | None) -> dict[str, Any] | None:
         """The sampling of one model's accuracy minus a fixed number (one accuracy) or of a difference of two
         models' (two), without per-image results. Local learning's accuracy is the mean of the five agents'
         models: taken as one model's, its bound is at least that of the five's worst case (p(1 − p) is concave)."""
-        return None if None in accuracies else {"test_images": n, "accuracies": accuracies}
+        return None if None in accuracies else {"test_images": n_test, "accuracies": accuracies}
 
     if sanity:
         t42, ent = sanity["t42"], sanity["entanglement"]
