@@ -35,14 +35,15 @@ on and which accuracies it was computed from (:meth:`fedlib.results.Results.meas
 ``accuracies``), the verdict is decisive only when the value clears the margin by :func:`sampling_halfwidth` too
 (:func:`clears`). For a difference of two separately trained models' accuracies p₁ − p₂ on the same images, where
 the units kept both models' per-image results (``disagreement``: the share of images exactly one of them gets
-right), that halfwidth is the paired (McNemar) one; where they did not, it uses √((p₁(1 − p₁) + p₂(1 − p₂))/N), the
-standard error of the difference if the two models' errors were independent: models err on the same hard images
-more often than not, so the paired test would usually allow less, and the bound then errs on the side of
-"inconclusive". (Until 2026-12-02 the bound was the smallest a paired test allows whatever the per-image results: a
-floor that kept verdicts no paired test could have kept.) A value that combines several models' accuracies with
-fixed weights (a mean over settings of a difference) carries :func:`combination_halfwidth`: exact from the models'
-per-image results, else the largest standard error positively correlated errors allow. Quick mode leaves this to the
-registered seed sweep (its verdicts do not change).
+right), that halfwidth is the paired (McNemar) one; where they did not, it is the widest any dependence between the
+two models' errors allows, √((min(p₁ + p₂, 2 − p₁ − p₂) − (p₁ − p₂)²)/N): most model pairs err on the same hard
+images, but some (non-IID models that specialise in different classes) disagree on more images than independent
+errors would, so no narrower bound holds without the per-image results. (Until 2026-12-02 the bound was first the
+smallest a paired test allows whatever the per-image results, then the independent-errors one,
+√((p₁(1 − p₁) + p₂(1 − p₂))/N); both could keep verdicts the models' actual errors do not.) A value that
+combines several models' accuracies with fixed weights (a mean over settings of a difference) carries
+:func:`combination_halfwidth`: exact from the models' per-image results, else likewise the widest any dependence
+allows. Quick mode leaves this to the registered seed sweep (its verdicts do not change).
 
 A ``kind="fact"`` entry is bookkeeping that no defect of the implementation could flip (a count, an identity that
 holds by construction): it is shown with its value but not counted as a reproduced claim.
@@ -227,12 +228,15 @@ def _sampling(sampling: dict[str, Any]) -> tuple[float, str]:
     if "weights" in sampling:
         paired = "mean_square" in sampling
         how = ("paired by their per-image results" if paired else
-               "no per-image results: the worst case for positively correlated errors")
+               "no per-image results: the widest any dependence of their errors allows")
         return (combination_halfwidth(n, accuracies, sampling["weights"], sampling.get("mean_square")),
                 f"{len(accuracies)} models, {how}, ")
+    if sampling.get("independent"):
+        (p, q) = accuracies  # two test sets: each image's pair of outcomes is independent
+        return sampling_halfwidth(n, accuracies, p * (1 - q) + q * (1 - p)), "two test sets, errors independent, "
     kind = ("" if len(accuracies) == 1 else
             f"paired, models disagree on {sampling['disagreement'] * 100:.2f} % of them, " if "disagreement" in
-            sampling else "errors taken independent, ")
+            sampling else "no per-image results: the widest any dependence of the two models' errors allows, ")
     return sampling_halfwidth(n, accuracies, sampling.get("disagreement")), kind
 
 
@@ -318,10 +322,10 @@ def sampling_halfwidth(test_images: int, accuracies: Sequence[float], disagreeme
     One accuracy p (the value is p minus a fixed number, e.g. the paper's): SE √(p(1 − p)/N). Two accuracies
     p₁, p₂ of separately trained models on the same images (the value is p₁ − p₂): with ``disagreement`` d, the share
     of images that exactly one of the two models classifies correctly, the paired (McNemar) SE √((d − (p₁ − p₂)²)/N);
-    without it SE √((p₁(1 − p₁) + p₂(1 − p₂))/N), exact for independent errors and an upper bound when the models'
-    errors are positively correlated (the usual case). Each accuracy must be one model's (every image right or
-    wrong; a best-of-rounds or best-of-models value qualifies, as one model's): a mean over several models'
-    accuracies is a combination of them (:func:`combination_halfwidth`).
+    without it the widest SE any dependence between the two models' errors allows, √((min(p₁ + p₂, 2 − p₁ − p₂) −
+    (p₁ − p₂)²)/N) (the most the two can disagree, by the Fréchet bounds). Each accuracy must be one model's (every
+    image right or wrong; a best-of-rounds or best-of-models value qualifies, as one model's): a mean over several
+    models' accuracies is a combination of them (:func:`combination_halfwidth`).
     """
     if len(accuracies) not in (1, 2):
         raise ValueError(f"accuracies must hold one accuracy (against a fixed number) or two (a difference), got "
@@ -346,9 +350,7 @@ def combination_halfwidth(test_images: int, accuracies: Sequence[float], weights
     Per image j the combination is Xⱼ = Σₖ wₖ·cₖⱼ (cₖⱼ = 1 where model k classifies image j correctly), and v is
     the mean of the Xⱼ. With ``mean_square``, the mean of Xⱼ² over the images (from the models' per-image results;
     for a difference of two models, their disagreement), the SE is exact: √((mean_square − v²)/N). Without it, the
-    largest SE that non-negatively correlated errors allow: √(((Σ_{wₖ>0} wₖsₖ)² + (Σ_{wₖ<0} |wₖ|sₖ)²)/N) with
-    sₖ = √(pₖ(1 − pₖ)) — same-sign terms taken fully correlated, opposite-sign ones independent; for one accuracy
-    the binomial SE, for a difference of two the independent-errors SE.
+    widest SE any dependence between the models' errors allows: mean_square taken from :func:`widest_mean_square`.
     """
     if isinstance(test_images, bool) or not isinstance(test_images, int) or test_images < 1:
         raise ValueError(f"test_images must be a positive int, got {test_images!r}")
@@ -360,9 +362,7 @@ def combination_halfwidth(test_images: int, accuracies: Sequence[float], weights
             raise ValueError(f"each accuracy must lie in [0, 1], got {p!r}")
     value = sum(w * p for w, p in zip(weights, accuracies))
     if mean_square is None:
-        sd = [math.sqrt(p * (1 - p)) for p in accuracies]
-        variance = (sum(w * s for w, s in zip(weights, sd) if w > 0) ** 2
-                    + sum(-w * s for w, s in zip(weights, sd) if w < 0) ** 2)
+        variance = max(widest_mean_square(accuracies, weights) - value * value, 0.0)
     else:
         # X lies between the sums of the negative and of the positive weights: its mean square cannot exceed the
         # larger square, nor fall below the square of its mean
@@ -373,6 +373,21 @@ def combination_halfwidth(test_images: int, accuracies: Sequence[float], weights
                              f"{mean_square!r}")
         variance = max(mean_square - value * value, 0.0)
     return float(ndtri(level)) * math.sqrt(variance / test_images)
+
+
+def widest_mean_square(accuracies: Sequence[float], weights: Sequence[float]) -> float:
+    """The largest mean of Xⱼ² = (Σₖ wₖ·cₖⱼ)² over the images that models of accuracies pₖ can give, whatever their
+    errors' dependence: the comonotone coupling of the terms wₖ·cₖ (one uniform U per image; a model of positive
+    weight right where U > 1 − pₖ, one of negative weight where U < pₖ), whose sum is the largest in convex order
+    (Dhaene et al. 2002, Insurance: Mathematics and Economics 31:3-33). For a difference of two models it is
+    min(p₁ + p₂, 2 − p₁ − p₂), the Fréchet bound of their disagreement; for one model, p."""
+    cuts = sorted({0.0, 1.0, *(1 - p if w > 0 else p for w, p in zip(weights, accuracies))})
+    total = 0.0
+    for lo, hi in zip(cuts, cuts[1:]):
+        u = (lo + hi) / 2
+        x = sum(w for w, p in zip(weights, accuracies) if (u > 1 - p if w > 0 else u < p))
+        total += (hi - lo) * x * x
+    return total
 
 
 def prediction_halfwidth(samples: Sequence[float], level: float = PREDICTION_LEVEL) -> float:

@@ -121,7 +121,8 @@ class Results:
     def measure(self, claim: Claim, value: float | None, detail: str = "", *, setting: str = "",
                 samples: Sequence[float] | None = None, at_most: bool = False, test_images: int | None = None,
                 accuracies: Sequence[float] | None = None, disagreement: float | None = None,
-                weights: Sequence[float] | None = None, mean_square: float | None = None) -> None:
+                weights: Sequence[float] | None = None, mean_square: float | None = None,
+                independent: bool = False) -> None:
         """Record this run's value of ``claim`` in ``setting`` (None: not run yet) and what it was computed from.
 
         ``samples``: where ``value`` is a mean over seeds, the per-seed values (at least 2, their mean ``value``);
@@ -135,7 +136,8 @@ class Results:
         (:func:`fedlib.ledger.sampling_halfwidth`). ``weights``: ``value`` is the combination Σ wₖ·pₖ of the
         ``accuracies`` of as many models (e.g. a mean of differences), ``mean_square`` the mean over the images of
         (Σ wₖ·cₖ)² where the runs kept their per-image results cₖ (:func:`fedlib.fl.engine.mean_square`; bound:
-        :func:`fedlib.ledger.combination_halfwidth`)."""
+        :func:`fedlib.ledger.combination_halfwidth`). ``independent``: the two ``accuracies`` were measured on two
+        separately drawn test sets of ``test_images`` each (e.g. two seeds'), so their errors are independent."""
         key = claim.key(setting)
         if key in self.measured:
             raise ValueError(f"claim {key!r} was measured twice")
@@ -151,6 +153,10 @@ class Results:
         if weights is not None and (accuracies is None or disagreement is not None):
             raise ValueError(f"claim {key!r}: weights need the accuracies they combine (one weight each), and "
                              "a combination's per-image results come as mean_square, not disagreement")
+        if independent and (accuracies is None or len(accuracies) != 2 or disagreement is not None
+                            or weights is not None):
+            raise ValueError(f"claim {key!r}: independent needs exactly two accuracies (on two test sets) and no "
+                             f"disagreement or weights, got accuracies={accuracies!r}")
         if (test_images is None) != (accuracies is None):
             raise ValueError(f"claim {key!r}: test_images and accuracies go together (the test set's size and the "
                              f"accuracies the value was read off), got test_images={test_images!r}, "
@@ -160,7 +166,8 @@ class Results:
             if weights is None:
                 sampling_halfwidth(test_images, accuracies, disagreement)  # a clear error now, not at evaluation
                 read = accuracies[0] - accuracies[1] if len(accuracies) == 2 else None
-                extra = {} if disagreement is None else {"disagreement": float(disagreement)}
+                extra = ({"independent": True} if independent else
+                         {} if disagreement is None else {"disagreement": float(disagreement)})
             else:
                 weights = [float(w) for w in weights]
                 combination_halfwidth(test_images, accuracies, weights, mean_square)

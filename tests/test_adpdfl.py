@@ -458,9 +458,10 @@ def test_pack_correct_round_trips_and_rejects_what_is_not_a_bool_vector():
 
 
 def test_a_difference_of_two_runs_that_kept_their_per_image_results_gets_the_paired_bound():
-    """'ADPDFL is close to Non-Private' (IID MNIST, pseudo-central): 0.7221 against 0.7220. Independent errors would
-    give the difference a 99 % bound of ±1.47 pp, wider than the 1-pp margin (inconclusive); two runs that share
-    every random stream but the DP noise disagree on few images, and the paired bound then decides it."""
+    """'ADPDFL is close to Non-Private' (IID MNIST, pseudo-central): 0.7221 against 0.7220. Without per-image results
+    the difference's 99 % bound is the widest any dependence of the errors allows, ±1.73 pp (independent errors:
+    ±1.47), wider than the 1-pp margin (inconclusive); two runs that share every random stream but the DP noise
+    disagree on few images, and the paired bound then decides it."""
     from fedlib.experiments import adpdfl as ch
     from fedlib.fl.engine import CORRECT, RunSummary, pack_correct
     from fedlib.results import Results
@@ -486,7 +487,7 @@ def test_a_difference_of_two_runs_that_kept_their_per_image_results_gets_the_pai
     paired, unpaired = claim_with(True), claim_with(False)
     assert paired["value"] == unpaired["value"] == pytest.approx(0.0001)
     assert paired["outcome"] == "reproduced" and "models disagree on 1.01 %" in paired["detail"]
-    assert unpaired["outcome"] == "inconclusive" and "errors taken independent" in unpaired["detail"]
+    assert unpaired["outcome"] == "inconclusive" and "no per-image results" in unpaired["detail"]
 
 
 #: the full test sets the chapter evaluates on
@@ -693,10 +694,10 @@ def test_a_best_of_claim_is_decided_once_the_runs_at_hand_already_fail_it(fedavg
                                            (0.2750, "reproduced")])
 def test_a_full_verdict_must_clear_the_margin_by_the_test_sets_sampling_noise(acc90, outcome):
     """Fig. 5.14's 'accuracy increases with m_tcs' (non-IID CIFAR-10) as measured: m_tcs = 90 led 60 by 1.01 pp on
-    10,000 test images, one image over the 1-pp margin. The two runs' errors, independent, give the difference a
-    standard error √((0.2581·0.7419 + 0.2480·0.7520)/10,000) = 0.61 pp: inconclusive (it was reproduced before
-    2026-12-01). 1.40 pp, which cleared the paired floor of 2026-12-01, does not clear margin plus bound
-    (1 + 1.43 pp); 2.70 pp does."""
+    10,000 test images, one image over the 1-pp margin. Without per-image results the two runs can disagree on at
+    most 50.61 % of the images, which gives the difference a standard error √((0.5061 − 0.0101²)/10,000) = 0.71 pp:
+    inconclusive (it was reproduced before 2026-12-01). 1.40 pp, which cleared the paired floor of 2026-12-01, does
+    not clear margin plus bound (1 + 1.66 pp); 2.70 pp does (1 + 1.68 pp)."""
     from fedlib.experiments import adpdfl as ch
     from fedlib.fl.engine import RunSummary
     from fedlib.results import Results

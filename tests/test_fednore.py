@@ -286,7 +286,7 @@ def test_a_full_run_compares_two_runs_with_their_per_image_results(tmp_path):
     pairs = {k: m["sampling"] for k, m in res.measured.items()
              if m["value"] is not None and len(m.get("sampling", {}).get("accuracies", ())) == 2}
     paired = {k: p["disagreement"] for k, p in pairs.items() if "disagreement" in p}
-    # TINY's Fed-nore-2 at σ = 40 and 64 diverges: no per-image results, the independent-errors bound
+    # TINY's Fed-nore-2 at σ = 40 and 64 diverges: no per-image results, the widest bound any dependence allows
     assert set(paired) == {"nore1_improves/σ = 8", "nore2_improves/σ = 8", "nore2_beats_nore1/σ = 8"}
     assert len(pairs) == 6 and 0 < paired["nore1_improves/σ = 8"] < paired["nore2_improves/σ = 8"] < 1
     assert pairs["nore2_improves/σ = 8"]["accuracies"][1] == pairs["nore1_improves/σ = 8"]["accuracies"][1]

@@ -347,11 +347,12 @@ def test_repeated_runs_are_reported_as_their_mean_and_sample_std():
 def test_full_verdicts_read_off_test_accuracies_carry_the_test_sets_sampling_bound():
     """Full mode: a value read off test accuracies must clear the margin by the test set's sampling noise too (600
     images, 60 per class). Table 4.2's 'CL above FL' as measured (CL 0.880, FL 0.850: 3 pp over the 1-pp margin)
-    keeps no per-image results for CL, so the difference's SE is √((0.88·0.12 + 0.85·0.15)/600) = 1.97 pp, ±4.59 pp
-    one-sided 99 %: inconclusive. Fig. 4.5's models keep their test predictions (the test set is in class order), so
+    keeps no per-image results for CL, so the difference's SE is the widest the two can disagree allows (at most
+    min(0.88 + 0.85, 2 − 0.88 − 0.85) = 27 % of the images): √((0.27 − 0.03²)/600) = 2.12 pp, ±4.93 pp one-sided
+    99 %: inconclusive. Fig. 4.5's models keep their test predictions (the test set is in class order), so
     FLAvg(subset) − FLZ(unlearn) at d = 2 is paired: 0.855 − 0.900 where they disagree on 4.5 % of the images only
-    (FLZ(unlearn) right wherever FLAvg(subset) is) gives ±1.97 pp, and -4.5 pp stays not reproduced (independent
-    errors would allow ±4.39 pp). Quick mode's verdicts and every value are untouched."""
+    (FLZ(unlearn) right wherever FLAvg(subset) is) gives ±1.97 pp, and -4.5 pp stays not reproduced (without
+    per-image results the bound would be ±4.68 pp). Quick mode's verdicts and every value are untouched."""
     from fedlib.experiments import flz as ch
     from fedlib.results import Results
 
@@ -377,14 +378,15 @@ def test_full_verdicts_read_off_test_accuracies_carry_the_test_sets_sampling_bou
     full, quick = out["full"], out["quick"]
     cl = full["cl_above_fl/mnist"]
     assert cl["value"] == pytest.approx(0.03) and cl["outcome"] == "inconclusive"
-    assert "test-set sampling (600 images, errors taken independent, one-sided 99 %) ±4.59 pp" in cl["detail"]
+    assert ("test-set sampling (600 images, no per-image results: the widest any dependence of the two models' errors "
+            "allows, one-sided 99 %) ±4.93 pp") in cl["detail"]
     drop = full["zdim2_unlearn_drops/mnist"]
     assert drop["value"] == pytest.approx(-0.045) and drop["outcome"] == "not reproduced"
     assert "paired, models disagree on 4.50 % of them, one-sided 99 %) ±1.97 pp" in drop["detail"]
     assert full["t42_values/centralised learning"]["outcome"] == "not reproduced"  # −11.1 pp, ±3.09 pp
     matters = full["seed_matters/mnist"]
     assert matters["value"] == pytest.approx(0.028) and matters["outcome"] == "inconclusive"
-    assert "(600 images, errors taken independent, one-sided 99 %) ±4.60 pp" in matters["detail"]
+    assert "(600 images, two test sets, errors independent, one-sided 99 %) ±4.60 pp" in matters["detail"]
     assert quick["seed_matters/mnist"]["outcome"] == "reproduced"
     assert quick["cl_above_fl/mnist"]["outcome"] == "reproduced"
     assert "sampling" not in quick["cl_above_fl/mnist"]["detail"]

@@ -17,6 +17,7 @@ from fedlib.ledger import (
     prediction_halfwidth,
     register,
     sampling_halfwidth,
+    widest_mean_square,
 )
 
 GT = Claim("gt", "A beats B", "Table 1", "acc(A) − acc(B)", ">")
@@ -145,11 +146,17 @@ def test_the_sampling_bound_of_one_accuracy_is_the_binomial_standard_error():
     assert sampling_halfwidth(100, (1.0,)) == 0.0
 
 
-def test_the_sampling_bound_of_a_difference_adds_the_two_binomial_variances():
-    # two separately trained models at 0.2581 and 0.2480 on 10,000 images: SE √((0.1915 + 0.1865)/10⁴) = 0.615 pp,
-    # six times the paired floor √((|d| − d²)/N) = 0.100 pp that the ledger used before 2026-12-02
+def test_the_sampling_bound_of_a_difference_without_per_image_results_is_the_widest_any_dependence_allows():
+    # two separately trained models at 0.2581 and 0.2480 on 10,000 images can disagree on at most
+    # min(p1 + p2, 2 − p1 − p2) = 50.61 % of them (Fréchet): SE √((0.5061 − 0.0101²)/10⁴) = 0.7113 pp
     n = 10_000
-    assert sampling_halfwidth(n, (0.2581, 0.2480)) == pytest.approx(2.3263 * 0.0061482, rel=1e-4)
+    assert sampling_halfwidth(n, (0.2581, 0.2480)) == pytest.approx(2.3263 * 0.0071133, rel=1e-4)
+    # ... wider than independent errors allow (the paired bound at d = p1(1 − p2) + p2(1 − p1)), which some model
+    # pairs exceed (non-IID models that specialise in different classes)
+    p1, p2 = 0.2581, 0.2480
+    assert sampling_halfwidth(n, (p1, p2)) > sampling_halfwidth(n, (p1, p2), p1 * (1 - p2) + p2 * (1 - p1))
+    # accurate models cannot disagree much: 0.9 and 0.85 disagree on at most 25 % of the images
+    assert sampling_halfwidth(n, (0.9, 0.85)) == pytest.approx(2.3263 * math.sqrt((0.25 - 0.05 ** 2) / n), rel=1e-4)
     assert sampling_halfwidth(n, (0.2581, 0.2480)) == sampling_halfwidth(n, (0.2480, 0.2581))
     assert sampling_halfwidth(n, (1.0, 0.0)) == 0.0  # every image decided the same way by both: nothing to add
     assert sampling_halfwidth(100, (0.5, 0.5)) == pytest.approx(10 * sampling_halfwidth(n, (0.5, 0.5)))
@@ -167,13 +174,34 @@ def test_the_paired_sampling_bound_reads_the_share_of_images_the_two_models_disa
     # every disagreement one way (d = |v|): the floor √((|v| − v²)/N) that the ledger used on 2026-12-01
     assert sampling_halfwidth(n, (0.7, 0.6), 0.1) == pytest.approx(2.3263 * math.sqrt(0.09 / n), rel=1e-4)
     assert sampling_halfwidth(n, (0.7, 0.7), 0.0) == 0.0  # the same predictions: nothing to take away
-    # independent errors are the paired bound at d = p1(1 − p2) + p2(1 − p1)
+    # independent errors are the paired bound at d = p1(1 − p2) + p2(1 − p1): SE √((p1(1 − p1) + p2(1 − p2))/N)
     p1, p2 = 0.2581, 0.2480
-    assert sampling_halfwidth(n, (p1, p2), p1 * (1 - p2) + p2 * (1 - p1)) == pytest.approx(
-        sampling_halfwidth(n, (p1, p2)))
+    assert sampling_halfwidth(n, (p1, p2), p1 * (1 - p2) + p2 * (1 - p1)) == pytest.approx(2.3263 * 0.0061482,
+                                                                                           rel=1e-4)
     for bad in ((n, (0.7, 0.6), 0.05), (n, (0.7, 0.6), 0.71), (n, (0.9,), 0.1)):
         with pytest.raises(ValueError, match="disagreement"):
             sampling_halfwidth(*bad)
+
+
+def test_the_widest_mean_square_is_the_largest_any_joint_distribution_of_the_models_allows():
+    # the comonotone coupling against a linear programme over all 2^K joint outcomes of K models' right / wrong
+    import itertools
+    import random
+
+    from scipy.optimize import linprog
+
+    rng = random.Random(11)
+    for _ in range(40):
+        k = rng.randint(1, 4)
+        accs = [rng.random() for _ in range(k)]
+        weights = [rng.choice((-1, 1)) * rng.random() for _ in range(k)]
+        outcomes = list(itertools.product((0, 1), repeat=k))
+        lp = linprog([-sum(w * c for w, c in zip(weights, o)) ** 2 for o in outcomes],
+                     A_eq=[[1] * len(outcomes)] + [[o[i] for o in outcomes] for i in range(k)], b_eq=[1, *accs])
+        assert widest_mean_square(accs, weights) == pytest.approx(-lp.fun, abs=1e-9)
+    assert widest_mean_square((0.3, 0.4), (1.0, -1.0)) == pytest.approx(0.7)  # Fréchet: min(p1 + p2, 2 − p1 − p2)
+    assert widest_mean_square((0.8, 0.9), (1.0, -1.0)) == pytest.approx(0.3)
+    assert widest_mean_square((0.25,), (1.0,)) == pytest.approx(0.25)
 
 
 def test_the_sampling_bound_of_a_combination_is_exact_from_per_image_results_and_safe_without():
@@ -195,10 +223,13 @@ def test_the_sampling_bound_of_a_combination_is_exact_from_per_image_results_and
     assert combination_halfwidth(n, accs, weights, ms) == pytest.approx(exact, rel=1e-4)
     # without per-image results: never below the exact bound when errors correlate positively
     assert combination_halfwidth(n, accs, weights) >= exact
-    # (Σ_{w>0} w·s)² + (Σ_{w<0} |w|·s)²: same-sign terms fully correlated, opposite signs independent
-    s = [math.sqrt(p * (1 - p)) for p in (0.2, 0.3, 0.25, 0.35)]
-    assert combination_halfwidth(10_000, (0.2, 0.3, 0.25, 0.35), weights) == pytest.approx(
-        2.3263 * math.sqrt(((s[0] + s[1]) / 2) ** 2 + ((s[2] + s[3]) / 2) ** 2) / 100, rel=1e-4)
+    # models that specialise in different halves of the images: errors negatively correlated, the exact bound wider
+    # than independent errors give, and still within the widest
+    half = torch.arange(n) < n // 2
+    special = [half & (torch.rand(n, generator=g) < 0.6), ~half & (torch.rand(n, generator=g) < 0.5)]
+    p = [float(c.double().mean()) for c in special]
+    paired = sampling_halfwidth(n, p, disagreement(*special))
+    assert sampling_halfwidth(n, p, p[0] * (1 - p[1]) + p[1] * (1 - p[0])) < paired <= sampling_halfwidth(n, p)
     # one accuracy and a difference of two: the sampling bound's formulas
     assert combination_halfwidth(10_000, (0.9559,), (1.0,)) == pytest.approx(sampling_halfwidth(10_000, (0.9559,)))
     assert combination_halfwidth(10_000, (0.3, 0.2), (1.0, -1.0)) == pytest.approx(
@@ -223,7 +254,7 @@ def test_a_combination_of_accuracies_carries_its_sampling_bound_into_the_verdict
         res.evaluate([GT])
         return res.claims[0]
 
-    accs, w = (0.1883, 0.2011, 0.1700, 0.1794), (0.5, 0.5, -0.5, -0.5)  # value +2.00 pp, unpaired ±1.27
+    accs, w = (0.1883, 0.2011, 0.1700, 0.1794), (0.5, 0.5, -0.5, -0.5)  # value +2.00 pp, unpaired ±1.40
     entry = full(0.0200, test_images=10_000, accuracies=accs, weights=w)
     assert entry["outcome"] == "inconclusive" and "4 models, no per-image results" in entry["detail"]
     # per-image results with a mean square of 0.10 (models disagree on about a fifth of the images): ±0.73 pp
@@ -250,14 +281,14 @@ def test_a_full_verdict_must_clear_the_margin_by_the_test_sets_sampling_bound():
     assert full(GT, 0.0101)["outcome"] == "reproduced"
     entry = full(GT, 0.0101, test_images=10_000, accuracies=(0.2581, 0.2480))
     assert entry["outcome"] == "inconclusive" and "test-set sampling (10,000 images, " in entry["detail"]
-    # 2.70 pp between models near 0.26 clears 1 pp + 1.44 pp; 2.00 pp does not (the paired floor let it through)
+    # 2.70 pp between models near 0.26 clears 1 pp + 1.68 pp; 2.00 pp does not (the paired floor let it through)
     assert full(GT, 0.0270, test_images=10_000, accuracies=(0.2750, 0.2480))["outcome"] == "reproduced"
     assert full(GT, 0.0200, test_images=10_000, accuracies=(0.2680, 0.2480))["outcome"] == "inconclusive"
-    # near 0.99 the binomial variances are small: 1.5 pp clears 1 pp + 0.34 pp
+    # near 0.99 two models cannot disagree on more than 2.5 % of the images: 1.5 pp clears 1 pp + 0.37 pp
     assert full(GT, 0.015, test_images=10_000, accuracies=(0.995, 0.980))["outcome"] == "reproduced"
     assert full(GT, -0.0105, test_images=10_000, accuracies=(0.2375, 0.2480))["outcome"] == "inconclusive"
     assert full(GT, -0.03, test_images=10_000, accuracies=(0.2180, 0.2480))["outcome"] == "not reproduced"
-    # '≈' between two runs: 0.10 pp apart near 0.22 is within 1 pp, but not by the 1.36-pp bound
+    # '≈' between two runs: 0.10 pp apart near 0.22 is within 1 pp, but not by the 1.56-pp bound
     assert full(CLOSE, -0.001, test_images=10_000, accuracies=(0.2241, 0.2251))["outcome"] == "inconclusive"
     # '≈' against the paper's number: 0.71 pp off at accuracy 0.956 is within 1 pp, but not by 0.48 pp more
     assert full(CLOSE, -0.0071, test_images=10_000, accuracies=(0.9559,))["outcome"] == "inconclusive"
@@ -268,8 +299,16 @@ def test_a_full_verdict_must_clear_the_margin_by_the_test_sets_sampling_bound():
     res.measure(GT, 0.0101, test_images=10_000, accuracies=(0.2581, 0.2480))
     res.evaluate([GT])
     assert res.claims[0]["outcome"] == "reproduced"
+    # two seeds' models, each on its own test set: independent errors, ±1.44 pp, and 2.50 pp clears 1 pp by it
+    entry = full(GT, 0.0250, test_images=10_000, accuracies=(0.2730, 0.2480), independent=True)
+    assert entry["outcome"] == "reproduced" and "two test sets, errors independent, one-sided 99 %) ±1.44" in entry[
+        "detail"]
+    assert full(GT, 0.0250, test_images=10_000, accuracies=(0.2730, 0.2480))["outcome"] == "inconclusive"  # ±1.68
     for kw, match in (({"accuracies": (0.9,)}, "go together"), ({"test_images": 10_000}, "go together"),
-                      ({"test_images": 10_000, "accuracies": (0.30, 0.25)}, "not the difference")):
+                      ({"test_images": 10_000, "accuracies": (0.30, 0.25)}, "not the difference"),
+                      ({"test_images": 10_000, "accuracies": (0.26, 0.25), "independent": True,
+                        "disagreement": 0.3}, "independent needs"),
+                      ({"test_images": 10_000, "accuracies": (0.26,), "independent": True}, "independent needs")):
         with pytest.raises(ValueError, match=match):
             Results("flz", "full", seed=0, config={}).measure(GT, 0.01, **kw)
 

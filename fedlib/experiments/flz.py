@@ -800,10 +800,11 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
 
     def measure(cid: str, value: float | None, detail: str, setting: str = "",
                 samples: list[float] | None = None, sampling: dict[str, Any] | None = None) -> None:
-        """``sampling``: what ``value`` was read off (``test_images`` and ``accuracies``, with ``weights`` or
-        ``disagreement`` where needed; :meth:`Results.measure`), for full mode's test-set sampling bound. With
-        ``samples`` it is left out: each seed draws its own test set (and partition), so the spread over the seeds
-        already holds the test set's sampling (a binomial bound on top would count it twice)."""
+        """``sampling``: what ``value`` was read off (``test_images`` and ``accuracies``, with ``weights``,
+        ``disagreement`` or ``independent`` where needed; :meth:`Results.measure`), for full mode's test-set
+        sampling bound. With ``samples`` it is left out: each seed draws its own test set (and partition), so the
+        spread over the seeds already holds the test set's sampling (a binomial bound on top would count it
+        twice)."""
         res.measure(claim[cid], value, detail, setting=setting, samples=samples,
                     **(sampling if sampling is not None and value is not None and samples is None else {}))
 
@@ -823,7 +824,7 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
         t42, ent = sanity["t42"], sanity["entanglement"]
         cl, fl, ll = t42["centralised learning"], t42["FL"], t42["local learning"]
         text = ", ".join(f"{k} {fmt(v)}" for k, v in t42.items())
-        # CL and ll keep no per-image results: the bound of independent errors
+        # CL and ll keep no per-image results: the widest bound any dependence of the errors allows
         measure("cl_above_fl", diff(cl, fl), text, "mnist", sampling=read_off(cl, fl))
         measure("fl_above_ll", diff(fl, ll), text, "mnist", sampling=read_off(fl, ll))
         for k, v in t42.items():
@@ -1039,7 +1040,7 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
         # the two among the seeds, which widens it further)
         flz = seeds.get("FLZ", [])
         measure("seed_matters", ranges["FLZ"], text, "mnist",
-                sampling=None if ranges["FLZ"] is None else read_off(max(flz), min(flz)))
+                sampling=None if ranges["FLZ"] is None else {**read_off(max(flz), min(flz)), "independent": True})
         measure("unlearn_consistent_over_seeds", diff(ranges["FLZ"], ranges["FLZ(unlearn)"]), text, "mnist")
 
 
