@@ -511,6 +511,32 @@ def test_fig6_minima_are_taken_per_seed_then_averaged():
 
 
 
+def test_fig5_claims_are_taken_per_seed_then_averaged():
+    """Fig. 5's "with a small σ SIFU restarts from θ^0": a seed that restarts at round 1 is a seed where it does not,
+    and the verdict sees it (the per-seed values are its samples); the rounds ratio of the averaged rows is not the
+    mean of the seeds' ratios. One seed: the accuracy gap carries its items' sampling bound."""
+    from fedlib.results import Results
+
+    def rows(t_small: int, rounds_big: int, acc_big: float) -> list[dict]:
+        return [{"scheme": "SCRATCH", "sigma": 0.0, "T": 0, "N_0": 50, "ours": 100, "acc_forgotten": 0.0},
+                {"scheme": "SIFU", "sigma": 1e-4, "T": t_small, "N_0": 50, "ours": 100, "acc_forgotten": 0.0},
+                {"scheme": "SIFU", "sigma": 5.0, "T": 50, "N_0": 50, "ours": rounds_big, "acc_forgotten": acc_big}]
+
+    seeds = [rows(0, 20, 0.2), rows(1, 180, 0.0), rows(0, 100, 0.1)]
+    res = Results("sifu", "full", 0, {})
+    chapter._measure_f5(res, "mnist", chapter._mean_rows(seeds, ("sigma", "scheme")), seeds, items=1000)
+    start = res.measured["f5_small_sigma_restarts_at_start/mnist"]
+    assert start["samples"] == [0.0, 1.0, 0.0] and start["value"] == pytest.approx(1 / 3)
+    fewer = res.measured["f5_large_sigma_like_last_rounds/mnist"]
+    assert fewer["samples"] == pytest.approx([0.8, -0.8, 0.0]) and fewer["value"] == pytest.approx(0.0)
+    assert "sampling" not in res.measured["f5_large_sigma_like_last_accuracy/mnist"]  # the seeds' spread holds it
+    one = Results("sifu", "full", 0, {})
+    chapter._measure_f5(one, "mnist", seeds[0], seeds[:1], items=1000)
+    gap = one.measured["f5_large_sigma_like_last_accuracy/mnist"]
+    assert gap["value"] == pytest.approx(0.2) and "samples" not in gap
+    assert gap["sampling"] == {"test_images": 1000, "accuracies": [0.2, 0.0]}
+
+
 def test_item_counts_of_the_sampling_bound():
     """Full mode's MNIST: a request forgets the 10 clients of one class, 100 samples each; in Figs. 3-4 a quarter of
     each forgotten client's samples carry the backdoor, so F_1 keeps at least 750 watermarked samples."""
