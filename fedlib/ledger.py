@@ -224,6 +224,8 @@ def evaluate(ledger: Sequence[Claim], measured: dict[str, dict[str, Any]], mode:
 
 def _sampling(sampling: dict[str, Any]) -> tuple[float, str]:
     """The sampling halfwidth of a measured entry's ``"sampling"`` and how it was computed, for the detail."""
+    if "per_item" in sampling:  # a mean over a sample of items, paired item by item
+        return confidence_halfwidth(sampling["per_item"]), "paired per image, "
     n, accuracies = sampling["test_images"], sampling["accuracies"]
     if "weights" in sampling:
         paired = "mean_square" in sampling

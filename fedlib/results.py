@@ -122,7 +122,7 @@ class Results:
                 samples: Sequence[float] | None = None, at_most: bool = False, test_images: int | None = None,
                 accuracies: Sequence[float] | None = None, disagreement: float | None = None,
                 weights: Sequence[float] | None = None, mean_square: float | None = None,
-                independent: bool = False) -> None:
+                independent: bool = False, per_item: Sequence[float] | None = None) -> None:
         """Record this run's value of ``claim`` in ``setting`` (None: not run yet) and what it was computed from.
 
         ``samples``: where ``value`` is a mean over seeds, the per-seed values (at least 2, their mean ``value``);
@@ -137,7 +137,10 @@ class Results:
         ``accuracies`` of as many models (e.g. a mean of differences), ``mean_square`` the mean over the images of
         (Σ wₖ·cₖ)² where the runs kept their per-image results cₖ (:func:`fedlib.fl.engine.mean_square`; bound:
         :func:`fedlib.ledger.combination_halfwidth`). ``independent``: the two ``accuracies`` were measured on two
-        separately drawn test sets of ``test_images`` each (e.g. two seeds'), so their errors are independent."""
+        separately drawn test sets of ``test_images`` each (e.g. two seeds'), so their errors are independent.
+        ``per_item``: ``value`` is the mean over a sample of items of these per-item values (e.g. the PSNR of two
+        attacks on the same images, image by image, subtracted); a full-mode verdict must then clear the margin by
+        their one-sided 99 % confidence bound too (:func:`fedlib.ledger.confidence_halfwidth`)."""
         key = claim.key(setting)
         if key in self.measured:
             raise ValueError(f"claim {key!r} was measured twice")
@@ -157,6 +160,17 @@ class Results:
                             or weights is not None):
             raise ValueError(f"claim {key!r}: independent needs exactly two accuracies (on two test sets) and no "
                              f"disagreement or weights, got accuracies={accuracies!r}")
+        if per_item is not None and value is not None:
+            if test_images is not None or accuracies is not None:
+                raise ValueError(f"claim {key!r}: per_item values give the sample themselves, without test_images "
+                                 "or accuracies")
+            per_item = [float(v) for v in per_item]
+            if len(per_item) < 2 or not all(math.isfinite(v) for v in per_item):
+                raise ValueError(f"claim {key!r}: per_item must be at least 2 finite values, got {len(per_item)}")
+            if not math.isclose(statistics.fmean(per_item), value, rel_tol=1e-5, abs_tol=1e-6):
+                raise ValueError(f"claim {key!r}: value {value!r} is not the mean of its per_item values "
+                                 f"({statistics.fmean(per_item)!r})")
+            entry["sampling"] = {"test_images": len(per_item), "per_item": per_item}
         if (test_images is None) != (accuracies is None):
             raise ValueError(f"claim {key!r}: test_images and accuracies go together (the test set's size and the "
                              f"accuracies the value was read off), got test_images={test_images!r}, "

@@ -1,6 +1,7 @@
 """The ledger's three verdicts, registration over a sweep, and evaluation of a chapter's measured values."""
 
 import math
+import statistics
 
 import pytest
 
@@ -311,6 +312,30 @@ def test_a_full_verdict_must_clear_the_margin_by_the_test_sets_sampling_bound():
                       ({"test_images": 10_000, "accuracies": (0.26,), "independent": True}, "independent needs")):
         with pytest.raises(ValueError, match=match):
             Results("flz", "full", seed=0, config={}).measure(GT, 0.01, **kw)
+
+
+def test_a_mean_over_a_sample_of_items_carries_their_confidence_bound():
+    from fedlib.results import Results
+
+    psnr_gt = Claim("psnr_gt", "A leaks more than B", "Table 4.1", "PSNR(A) − PSNR(B)", ">", unit="psnr")
+
+    def full(value, per_item):
+        res = Results("privacy_eval", "full", seed=0, config={})
+        res.measure(psnr_gt, value, "d", per_item=per_item)
+        res.evaluate([psnr_gt])
+        return res.claims[0]
+
+    # a PSNR difference of 2 dB image by image over 100 images, per-image sd 2 (tight) or 6 (wide): t(0.99; 99) = 2.365
+    tight = [2.0 + (2.0 if j % 2 else -2.0) for j in range(100)]
+    entry = full(2.0, tight)
+    assert entry["outcome"] == "reproduced" and "test-set sampling (100 images, paired per image" in entry["detail"]
+    assert confidence_halfwidth(tight) == pytest.approx(2.365 * statistics.stdev(tight) / 10, rel=1e-3)
+    wide = [2.0 + (6.0 if j % 2 else -6.0) for j in range(100)]
+    assert full(2.0, wide)["outcome"] == "inconclusive"  # 2 − 1.43 < the 1-dB margin
+    for kw, match in (({"per_item": [2.0]}, "at least 2"), ({"per_item": [1.0, 2.0]}, "not the mean"),
+                      ({"per_item": tight, "test_images": 100, "accuracies": (0.5,)}, "without test_images")):
+        with pytest.raises(ValueError, match=match):
+            Results("flz", "full", seed=0, config={}).measure(GT, 2.0, **kw)
 
 
 def test_measure_difference_records_a_minus_b_with_both_accuracies():

@@ -182,6 +182,15 @@ def test_tiny_chapter_run_measures_every_claim_and_keeps_the_images(tmp_path):
                       attack=AttackConfig(iterations=3, lr=0.05), fl_clients=2, fl_images=4, fl_epochs=1)
     res = run(cfg, seed=0)
     assert {c["id"] for c in res.claims} == {c.id for c in LEDGER}
+    # a difference of two attacks on the same images keeps its per-image values: their spread is the verdict's
+    # image-sampling bound in full mode
+    falls = res.measured["psnr_falls_with_noise/uniform init"]
+    per = falls["sampling"]["per_item"]
+    assert len(per) == falls["sampling"]["test_images"] == cfg.images
+    assert sum(per) / len(per) == pytest.approx(falls["value"], abs=1e-5)
+    leaks = res.measured["prob_leak_falls_with_noise"]["sampling"]["per_item"]
+    assert set(leaks) <= {-1.0, 0.0, 1.0}  # leak indicators subtracted image by image
+    assert "per_item" not in res.measured["loss_rises_with_sigma/C = 1, σ 0.01 → 0.1"].get("sampling", {})
     for table in ("T4.1", "T4.3", "T4.4", "privacy", "attack_vs_epsilon", "theory", "F4.7", "all_round_gain"):
         assert res.tables[table]["rows"], table
     assert [(r["setting"], r["C"]) for r in res.tables["T4.4"]["rows"]] == [("FL", 1.0), ("SE", 1.0)]

@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import torch
@@ -32,6 +33,7 @@ from fedlib.attacks import (
     euclidean_distance,
     evaluator_similarity,
     leakage_probability,
+    leakage_scores,
     psnr,
     reconstruct,
     ssim,
@@ -483,13 +485,20 @@ class SingleEnd:
             models.append(trainer.model.eval())
         return models
 
-    def metrics(self, rec: torch.Tensor, truth: torch.Tensor, total_noise: float) -> dict[str, float]:
-        """PSNR, cosine similarity, Euclidean distance, SSIM, P(pl) and image MSE of a reconstruction."""
+    def metrics(self, rec: torch.Tensor, truth: torch.Tensor, total_noise: float) -> dict[str, Any]:
+        """PSNR, cosine similarity, Euclidean distance, SSIM, P(pl) and image MSE of a reconstruction (means over
+        the images), and under ``"per_image"`` the PSNR, cosine similarity, MSE and leak indicator (pl_j > 0) of
+        each image (seven significant digits), so a difference of two attacks on the same images gets its
+        image-sampling bound."""
         cs, ed = evaluator_similarity(self.evaluators, rec, truth)
-        return {"psnr": float(psnr(rec, truth).mean()), "cos_sim": float(cosine_similarity(rec, truth).mean()),
+        per_image = {"psnr": psnr(rec, truth), "cos_sim": cosine_similarity(rec, truth),
+                     "mse": (rec - truth).pow(2).flatten(1).mean(1),
+                     "leaks": (leakage_scores(cs, ed, total_noise=total_noise) > 0).float()}
+        return {"psnr": float(per_image["psnr"].mean()), "cos_sim": float(per_image["cos_sim"].mean()),
                 "euc_dis": float(euclidean_distance(rec, truth).mean()), "ssim": float(ssim(rec, truth).mean()),
                 "prob_leak": leakage_probability(cs, ed, total_noise=total_noise),
-                "mse": float((rec - truth).pow(2).mean())}
+                "mse": float((rec - truth).pow(2).mean()),
+                "per_image": {k: [float(f"{v:.7g}") for v in t.tolist()] for k, t in per_image.items()}}
 
     def attack(self, members: list[Setting]) -> dict[str, dict]:
         """Run ``members`` (sharing objective, manner and round) as one batched :func:`reconstruct` call; the
@@ -819,6 +828,11 @@ class _Tables:
         m = self.metrics.get(Setting(bound, sigma, **kw))
         return None if m is None else m[key]
 
+    def per_image(self, bound, sigma, key="psnr", **kw) -> list[float] | None:
+        """A setting's per-image values of ``key`` (None: not run, or its unit predates them)."""
+        m = self.metrics.get(Setting(bound, sigma, **kw))
+        return None if m is None else m.get("per_image", {}).get(key)
+
     def mean_over_rounds(self, bound, sigma, manner="one-round", key="mse", skip_first=False) -> float | None:
         ts = self.ts[1:] if skip_first else self.ts
         vals = [self.get(bound, sigma, key, manner=manner, round=t) for t in ts]
@@ -1078,12 +1092,25 @@ def _measure(res: Results, tab: _Tables, built: dict, f47_test: int | None) -> N
     claim = {c.id: c for c in LEDGER}
     cfg, get = tab.cfg, tab.get
 
-    def psnr_pair(c1, s1, c2, s2, **kw) -> tuple[float | None, str]:
+    def put(cid: str, value: float | None, detail: str, per_image: list[float] | None = None,
+            setting: str = "") -> None:
+        """Record a claim; ``per_image``: the value image by image (a difference of two attacks on the same images),
+        whose spread gives the verdict its image-sampling bound."""
+        res.measure(claim[cid], value, detail, setting=setting,
+                    per_item=per_image if value is not None else None)
+
+    def pair(key: str, first: dict, second: dict) -> list[float] | None:
+        """The per-image difference of ``key`` between two settings (``get``'s arguments), where both kept it."""
+        a, b = (tab.per_image(key=key, **s) for s in (first, second))
+        return None if a is None or b is None else [x - y for x, y in zip(a, b)]
+
+    def psnr_pair(cid: str, c1, s1, c2, s2, setting: str = "", **kw) -> None:
         a, b = get(c1, s1, **kw), get(c2, s2, **kw)
-        return _diff(a, b), f"{_lit(c1, s1)}: {_fmt(a)} dB, {_lit(c2, s2)}: {_fmt(b)} dB"
+        put(cid, _diff(a, b), f"{_lit(c1, s1)}: {_fmt(a)} dB, {_lit(c2, s2)}: {_fmt(b)} dB",
+            pair("psnr", dict(bound=c1, sigma=s1, **kw), dict(bound=c2, sigma=s2, **kw)), setting)
 
     for setting, init in (("uniform init", "uniform"), ("N(0,1) init", "normal")):
-        res.measure(claim["psnr_falls_with_noise"], *psnr_pair(1.0, 0.001, 1.0, 1.0, init=init), setting=setting)
+        psnr_pair("psnr_falls_with_noise", 1.0, 0.001, 1.0, 1.0, setting, init=init)
     ladder = sorted({s for c, s in [*((c, s) for s, c in cfg.t41), *cfg.t43] if c == 1.0})
     values = [get(1.0, s) for s in ladder]
     if None in values:
@@ -1091,23 +1118,29 @@ def _measure(res: Results, tab: _Tables, built: dict, f47_test: int | None) -> N
     else:
         drops = {(a, b): get(1.0, a) - get(1.0, b) for a, b in zip(ladder, ladder[1:])}
         target = drops.get((0.01, 0.04))
-        others = [v for k, v in drops.items() if k != (0.01, 0.04)]
-        res.measure(claim["collapse_between_001_and_004"], None if target is None or not others
-                    else target - max(others),
-                    ", ".join(f"{a:g}→{b:g}: {v:.2f} dB" for (a, b), v in drops.items()))
-    res.measure(claim["low_noise_leaks_at_small_c"], *psnr_pair(0.1, 0.001, 0.1, 1.0))
+        others = {k: v for k, v in drops.items() if k != (0.01, 0.04)}
+        per_image = None
+        if target is not None and others:  # the target drop minus the largest other one, image by image
+            top = max(others, key=others.get)
+            ends = [tab.per_image(1.0, s) for s in (0.01, 0.04, *top)]
+            if None not in ends:
+                per_image = [a - b - (c - d) for a, b, c, d in zip(*ends)]
+        put("collapse_between_001_and_004", None if target is None or not others else target - max(others.values()),
+            ", ".join(f"{a:g}→{b:g}: {v:.2f} dB" for (a, b), v in drops.items()), per_image)
+    psnr_pair("low_noise_leaks_at_small_c", 0.1, 0.001, 0.1, 1.0)
     for c in (0.1, 1.0):
         ours, paper = get(c, 0.001, "cos_sim"), T41[(0.001, c)][1]
-        res.measure(claim["low_noise_cos_sim"], _diff(ours, paper), f"cos-sim {_fmt(ours, 3)} (paper {paper})",
-                    setting=f"C = {c:g}")
-    res.measure(claim["larger_c_leaks_at_small_sigma"], *psnr_pair(1.0, 0.001, 0.1, 0.001))
-    res.measure(claim["larger_c_protects_at_large_sigma"], *psnr_pair(0.1, 0.1, 1.0, 0.1))
+        cos = tab.per_image(c, 0.001, "cos_sim")
+        put("low_noise_cos_sim", _diff(ours, paper), f"cos-sim {_fmt(ours, 3)} (paper {paper})",
+            None if cos is None else [v - paper for v in cos], f"C = {c:g}")
+    psnr_pair("larger_c_leaks_at_small_sigma", 1.0, 0.001, 0.1, 0.001)
+    psnr_pair("larger_c_protects_at_large_sigma", 0.1, 0.1, 1.0, 0.1)
     for total in (0.001, 0.01, 0.1):
-        res.measure(claim["larger_c_leaks_more"], *psnr_pair(10.0, sigma_at(total, 10), 0.1, sigma_at(total, 0.1)),
-                    setting=f"σC = {total:g}")
+        psnr_pair("larger_c_leaks_more", 10.0, sigma_at(total, 10), 0.1, sigma_at(total, 0.1), f"σC = {total:g}")
     hi, lo = get(1.0, 0.001, "prob_leak"), get(1.0, 1.0, "prob_leak")
-    res.measure(claim["prob_leak_falls_with_noise"], _diff(hi, lo), f"P(pl): σ = 0.001: {_fmt(hi)}, σ = 1: {_fmt(lo)}")
-    res.measure(claim["sigma_01_defeats_attack"], *psnr_pair(1.0, 0.1, 1.0, 1.0))
+    put("prob_leak_falls_with_noise", _diff(hi, lo), f"P(pl): σ = 0.001: {_fmt(hi)}, σ = 1: {_fmt(lo)}",
+        pair("leaks", dict(bound=1.0, sigma=0.001), dict(bound=1.0, sigma=1.0)))
+    psnr_pair("sigma_01_defeats_attack", 1.0, 0.1, 1.0, 1.0)
 
     mean = tab.mean_over_rounds
     for setting, (c, s1, s2) in (("C = 1, σ 0.01 → 0.1", (1.0, 0.01, 0.1)),
@@ -1144,11 +1177,12 @@ def _measure(res: Results, tab: _Tables, built: dict, f47_test: int | None) -> N
         res.measure(claim["se_loss_rises_faster_than_fl"], None if None in rises else rises[0] - rises[1],
                     f"relative rise of the all-round MSE: SE {_fmt(rises[0])}, FL {_fmt(rises[1])}", setting=setting)
     a, b = get(0.1, 0.01), get(0.1, 0.01, objective="euclidean")
-    res.measure(claim["cosine_better_at_small_noise"], _diff(a, b), f"cosine {_fmt(a)} dB, Euclidean {_fmt(b)} dB")
+    put("cosine_better_at_small_noise", _diff(a, b), f"cosine {_fmt(a)} dB, Euclidean {_fmt(b)} dB",
+        pair("psnr", dict(bound=0.1, sigma=0.01), dict(bound=0.1, sigma=0.01, objective="euclidean")))
     for c, s in ((1.0, 0.1), (10.0, 0.01), (10.0, 0.1)):
         a, b = get(c, s, objective="euclidean"), get(c, s)
-        res.measure(claim["euclidean_better_at_large_noise"], _diff(a, b),
-                    f"Euclidean {_fmt(a)} dB, cosine {_fmt(b)} dB", setting=_lit(c, s))
+        put("euclidean_better_at_large_noise", _diff(a, b), f"Euclidean {_fmt(a)} dB, cosine {_fmt(b)} dB",
+            pair("psnr", dict(bound=c, sigma=s, objective="euclidean"), dict(bound=c, sigma=s)), _lit(c, s))
 
     f47 = built["f47"]
 
