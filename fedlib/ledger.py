@@ -43,7 +43,9 @@ smallest a paired test allows whatever the per-image results, then the independe
 √((p₁(1 − p₁) + p₂(1 − p₂))/N); both could keep verdicts the models' actual errors do not.) A value that
 combines several models' accuracies with fixed weights (a mean over settings of a difference) carries
 :func:`combination_halfwidth`: exact from the models' per-image results, else likewise the widest any dependence
-allows. Quick mode leaves this to the registered seed sweep (its verdicts do not change).
+allows. A value that is a mean over a sample of items, image by image (privacy evaluation's PSNR of two attacks on
+the same 100 images, subtracted), carries the one-sided 99 % confidence bound of those per-item values
+(:func:`confidence_halfwidth`). Quick mode leaves this to the registered seed sweep (its verdicts do not change).
 
 A ``kind="fact"`` entry is bookkeeping that no defect of the implementation could flip (a count, an identity that
 holds by construction): it is shown with its value but not counted as a reproduced claim.
