@@ -229,6 +229,10 @@ def _sampling(sampling: dict[str, Any]) -> tuple[float, str]:
     if "per_item" in sampling:  # a mean over a sample of items, paired item by item
         return confidence_halfwidth(sampling["per_item"]), "paired per image, "
     n, accuracies = sampling["test_images"], sampling["accuracies"]
+    if sampling.get("auc"):
+        return auc_halfwidth(n, accuracies), ("AUCs over as many members and at least as many non-members, "
+                                              "any dependence of the two, " if len(accuracies) == 2 else
+                                              "an AUC over as many members and at least as many non-members, ")
     if "weights" in sampling:
         paired = "mean_square" in sampling
         how = ("paired by their per-image results" if paired else
@@ -377,6 +381,18 @@ def combination_halfwidth(test_images: int, accuracies: Sequence[float], weights
                              f"{mean_square!r}")
         variance = max(mean_square - value * value, 0.0)
     return float(ndtri(level)) * math.sqrt(variance / test_images)
+
+
+def auc_halfwidth(positives: int, aucs: Sequence[float], level: float = PREDICTION_LEVEL) -> float:
+    """z(level)·SE of one ROC AUC, or of the difference of two measured on the same samples, over at least
+    ``positives`` positives and as many negatives, one-sided: each AUC's variance is at most A(1 − A)/min(m, n)
+    (Birnbaum & Klose 1957, Ann. Math. Stat. 28:933-945, a bound that holds for any score distributions), and two
+    AUCs' standard errors add (the widest any dependence between them allows)."""
+    if isinstance(positives, bool) or not isinstance(positives, int) or positives < 1:
+        raise ValueError(f"positives must be a positive int, got {positives!r}")
+    if len(aucs) not in (1, 2) or not all(0 <= a <= 1 for a in aucs):
+        raise ValueError(f"aucs must hold one or two AUCs in [0, 1], got {list(aucs)!r}")
+    return float(ndtri(level)) * sum(math.sqrt(a * (1 - a) / positives) for a in aucs)
 
 
 def widest_mean_square(accuracies: Sequence[float], weights: Sequence[float]) -> float:

@@ -122,7 +122,7 @@ class Results:
                 samples: Sequence[float] | None = None, at_most: bool = False, test_images: int | None = None,
                 accuracies: Sequence[float] | None = None, disagreement: float | None = None,
                 weights: Sequence[float] | None = None, mean_square: float | None = None,
-                independent: bool = False, per_item: Sequence[float] | None = None) -> None:
+                independent: bool = False, per_item: Sequence[float] | None = None, auc: bool = False) -> None:
         """Record this run's value of ``claim`` in ``setting`` (None: not run yet) and what it was computed from.
 
         ``samples``: where ``value`` is a mean over seeds, the per-seed values (at least 2, their mean ``value``);
@@ -140,7 +140,9 @@ class Results:
         separately drawn test sets of ``test_images`` each (e.g. two seeds'), so their errors are independent.
         ``per_item``: ``value`` is the mean over a sample of items of these per-item values (e.g. the PSNR of two
         attacks on the same images, image by image, subtracted); a full-mode verdict must then clear the margin by
-        their one-sided 99 % confidence bound too (:func:`fedlib.ledger.confidence_halfwidth`)."""
+        their one-sided 99 % confidence bound too (:func:`fedlib.ledger.confidence_halfwidth`). ``auc``: the
+        ``accuracies`` are ROC AUCs (e.g. of a membership attack) over at least ``test_images`` positives and as many
+        negatives (:func:`fedlib.ledger.auc_halfwidth`)."""
         key = claim.key(setting)
         if key in self.measured:
             raise ValueError(f"claim {key!r} was measured twice")
@@ -156,6 +158,10 @@ class Results:
         if weights is not None and (accuracies is None or disagreement is not None):
             raise ValueError(f"claim {key!r}: weights need the accuracies they combine (one weight each), and "
                              "a combination's per-image results come as mean_square, not disagreement")
+        if auc and (accuracies is None or len(accuracies) not in (1, 2) or disagreement is not None
+                    or weights is not None or independent):
+            raise ValueError(f"claim {key!r}: auc needs one or two AUCs as accuracies, without disagreement, weights "
+                             f"or independent, got accuracies={accuracies!r}")
         if independent and (accuracies is None or len(accuracies) != 2 or disagreement is not None
                             or weights is not None):
             raise ValueError(f"claim {key!r}: independent needs exactly two accuracies (on two test sets) and no "
@@ -180,7 +186,7 @@ class Results:
             if weights is None:
                 sampling_halfwidth(test_images, accuracies, disagreement)  # a clear error now, not at evaluation
                 read = accuracies[0] - accuracies[1] if len(accuracies) == 2 else None
-                extra = ({"independent": True} if independent else
+                extra = ({"independent": True} if independent else {"auc": True} if auc else
                          {} if disagreement is None else {"disagreement": float(disagreement)})
             else:
                 weights = [float(w) for w in weights]

@@ -7,6 +7,7 @@ import pytest
 
 from fedlib.ledger import (
     Claim,
+    auc_halfwidth,
     clears,
     combination_halfwidth,
     confidence_halfwidth,
@@ -336,6 +337,22 @@ def test_a_mean_over_a_sample_of_items_carries_their_confidence_bound():
                       ({"per_item": tight, "test_images": 100, "accuracies": (0.5,)}, "without test_images")):
         with pytest.raises(ValueError, match=match):
             Results("flz", "full", seed=0, config={}).measure(GT, 2.0, **kw)
+
+
+def test_the_auc_bound_is_birnbaum_klose_and_adds_two_aucs_standard_errors():
+    # Var(AUC) ≤ A(1 − A)/min(m, n): 0.548 over 2,250 members: SE 0.01049; a difference adds the two SEs
+    assert auc_halfwidth(2250, (0.548,)) == pytest.approx(2.3263 * math.sqrt(0.548 * 0.452 / 2250), rel=1e-4)
+    assert auc_halfwidth(2250, (0.548, 0.492)) == pytest.approx(
+        auc_halfwidth(2250, (0.548,)) + auc_halfwidth(2250, (0.492,)))
+    assert auc_halfwidth(100, (1.0, 0.0)) == 0.0  # perfect separation either way: no sampling left
+    for bad, match in (((0, (0.5,)), "positive int"), ((10, ()), "one or two"), ((10, (0.5, 1.5)), "one or two")):
+        with pytest.raises(ValueError, match=match):
+            auc_halfwidth(*bad)
+    with pytest.raises(ValueError, match="auc needs"):
+        from fedlib.results import Results
+
+        Results("sifu", "full", 0, {}).measure(GT, 0.01, test_images=100, accuracies=(0.5, 0.49), auc=True,
+                                               disagreement=0.3)
 
 
 def test_measure_difference_records_a_minus_b_with_both_accuracies():

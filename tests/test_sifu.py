@@ -543,7 +543,28 @@ def test_item_counts_of_the_sampling_bound():
     mnist = chapter.FULL.setups[0]
     assert chapter._forgotten_items(mnist) == 1000
     assert chapter._watermarked_items(mnist, chapter.FULL) == 750
+    # the verification after the last of three requests: 30 forgotten clients' samples (without the backdoor's)
+    assert chapter._attack_members(mnist, chapter.FULL, watermarked=False) == 3000
+    assert chapter._attack_members(mnist, chapter.FULL, watermarked=True) == 2250
 
+
+@pytest.mark.parametrize("members,outcome", [(2250, "inconclusive"), (10**6, "reproduced")])
+def test_the_membership_attacks_auc_gap_carries_its_sampling_bound(members, outcome):
+    """Figs. 3-4's verification as measured: the calibrated attack's AUC on the model that remembers, 0.548, against
+    0.492 on the retrained control is 5.6 points apart, over the 5-point margin by 0.6; over 2,250 members and as
+    many non-members each AUC may be off by √(A(1 − A)/2,250) ≈ 0.0105 (Birnbaum-Klose), the gap by their sum:
+    ±0.049 one-sided 99 %, so the attack's separation is not shown."""
+    from fedlib.results import Results
+
+    rows = _v3_rows({REMEMBERS: 0.99, FORGOT: 0.012, "SCRATCH": 0.013, "SIFU": 0.39, "FINE-TUNING": 0.99})
+    rows[0]["mia_auc"], rows[1]["mia_auc"] = 0.5478, 0.4921
+    res = Results("sifu", "full", 0, {})
+    chapter._measure_verification(res, "mnist", "Figs. 3-4", rows, 9020, members=members)
+    assert res.measured["verify_mia_separates/mnist, Figs. 3-4"]["sampling"] == {
+        "test_images": members, "accuracies": [0.5478, 0.4921], "auc": True}
+    res.evaluate(chapter.LEDGER)
+    entry = res.claim("verify_mia_separates/mnist, Figs. 3-4")
+    assert entry["outcome"] == outcome and "AUCs over as many members" in entry["detail"]
 
 
 def test_fig2_minima_carry_the_sampling_bound_of_the_selected_pair_for_one_seed_and_the_seed_spread_for_more():
@@ -603,7 +624,8 @@ def test_watermark_claims_carry_the_sampling_bound_of_their_items(items, close):
     success = {REMEMBERS: 0.99, FORGOT: 0.012, "SCRATCH": 0.013, "SIFU": 0.39, "SIFU (Ψ realised)": 0.13,
                "FINE-TUNING": 0.99, "FEDACCUM (prose)": 0.01, "FEDACCUM (code)": 0.99, "DP": 0.97}
     res = Results("sifu", "full", 0, {})
-    chapter._measure_f3(res, "mnist", chapter._by(_f3_rows(accs)), _v3_rows(success), items=items, triggered=9020)
+    chapter._measure_f3(res, "mnist", chapter._by(_f3_rows(accs)), _v3_rows(success), items=items, triggered=9020,
+                        members=2250)
     close_entry = res.measured["wm_sifu_close_to_scratch/mnist"]
     assert close_entry["sampling"] == {"test_images": items, "accuracies": [*accs["SIFU"], *accs["SCRATCH"]],
                                        "weights": [1 / 3] * 3 + [-1 / 3] * 3}
@@ -616,7 +638,8 @@ def test_watermark_claims_carry_the_sampling_bound_of_their_items(items, close):
     assert res.claim("wm_sifu_close_to_scratch/mnist")["outcome"] == close
     assert res.claim("wm_finetuning_keeps_backdoor/mnist")["outcome"] == "reproduced"
     quick = Results("sifu", "quick", 0, {})  # quick mode: the same values, the verdict left to the seed sweep
-    chapter._measure_f3(quick, "mnist", chapter._by(_f3_rows(accs)), _v3_rows(success), items=items, triggered=9020)
+    chapter._measure_f3(quick, "mnist", chapter._by(_f3_rows(accs)), _v3_rows(success), items=items,
+                        triggered=9020, members=2250)
     quick.evaluate(chapter.LEDGER)
     assert quick.claim("wm_sifu_close_to_scratch/mnist")["outcome"] == "reproduced"
     assert quick.claim("wm_sifu_close_to_scratch/mnist")["value"] == close_entry["value"]

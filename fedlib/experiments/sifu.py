@@ -487,7 +487,8 @@ Terms = list[tuple[float, float]]
 
 
 def _put(res: Results, cid: str, setting: str, value: float, detail: str = "",
-         samples: list[float] | None = None, *, items: int | None = None, terms: Terms | None = None) -> None:
+         samples: list[float] | None = None, *, items: int | None = None, terms: Terms | None = None,
+         auc: bool = False) -> None:
     """Record a value of claim ``cid`` (or of its full-mode CIFAR twin, which holds the CIFAR settings); ``samples``:
     the per-seed values where the value is their mean. ``terms``: the value as Σ wₖ·pₖ of proportions pₖ, each over
     at least ``items`` items (a model's accuracy on the forgotten clients' samples, a backdoor's success on the
@@ -495,14 +496,14 @@ def _put(res: Results, cid: str, setting: str, value: float, detail: str = "",
     (:meth:`fedlib.results.Results.measure`); a single (1, p), (−1, q) pair is a difference of two models. With
     ``samples`` the terms are left out: each seed draws its own partition, so the forgotten clients' samples differ
     from seed to seed and the spread over seeds already holds their sampling (a binomial bound on top would count
-    it twice)."""
+    it twice). ``auc``: the terms are membership attacks' AUCs over ``items`` members and as many non-members."""
     claim = CLAIMS[cid] if setting in CLAIMS[cid].settings else CLAIMS[f"{cid}_cifar"]
     if terms is None or items is None or samples is not None:
         res.measure(claim, value, detail, setting=setting, samples=samples)
         return
     weights, accs = [w for w, _ in terms], [p for _, p in terms]
     res.measure(claim, value, detail, setting=setting, samples=samples, test_images=items, accuracies=accs,
-                weights=None if weights == [1.0, -1.0] else weights)
+                weights=None if weights == [1.0, -1.0] else weights, auc=auc)
 
 
 def _forgotten_items(setup: Setup) -> int:
@@ -517,6 +518,14 @@ def _watermarked_items(setup: Setup, cfg: SIFUConfig) -> int:
     samples (fewer where a client holds fewer samples outside the target class)."""
     poisoned = math.ceil(cfg.backdoor_fraction * setup.samples - 1e-9)
     return len(requests_of(setup, 1)[0]) * (setup.samples - poisoned)
+
+
+def _attack_members(setup: Setup, cfg: SIFUConfig, *, watermarked: bool) -> int:
+    """The verification's membership-attack members after the last request (non-members: as many, label-matched):
+    every sample of the forgotten clients (Fig. 2), or at least those without the backdoor (Figs. 3-4)."""
+    clients = len({c for w in requests_of(setup, cfg.requests) for c in w})
+    poisoned = math.ceil(cfg.backdoor_fraction * setup.samples - 1e-9) if watermarked else 0
+    return clients * (setup.samples - poisoned)
 
 
 def _mean_terms(rows: list[dict], sign: float = 1.0) -> Terms:
@@ -536,7 +545,8 @@ def _measure(res: Results, summary: dict, theory: dict | None, cfg: SIFUConfig, 
         ds = setup.dataset
         if summary["F2"][ds]:
             _measure_f2(res, setup, _by(summary["F2"][ds]), cfg, summary["F2_seeds"][ds])
-            _measure_verification(res, ds, "Fig. 2", summary["V2"][ds])
+            _measure_verification(res, ds, "Fig. 2", summary["V2"][ds],
+                                  members=_attack_members(setup, cfg, watermarked=False))
             _put(res, "theorem3_invariant", ds, summary["invariant"][ds], "summed over seeds")
             chosen = summary["dp_chosen"][ds]
             if setup.dataset in TABLE1 and chosen:
@@ -545,7 +555,7 @@ def _measure(res: Results, summary: dict, theory: dict | None, cfg: SIFUConfig, 
                     _put(res, "dp_bound_table1", ds, c / TABLE1[ds][6] - 1, f"chosen C per seed: {chosen}")
         if summary["F3"][ds]:
             _measure_f3(res, ds, _by(summary["F3"][ds]), summary["V3"][ds], items=_watermarked_items(setup, cfg),
-                        triggered=triggered[ds])
+                        triggered=triggered[ds], members=_attack_members(setup, cfg, watermarked=True))
         if summary["F5"][ds]:
             _measure_f5(res, ds, summary["F5"][ds], summary["F5_seeds"][ds], items=_forgotten_items(setup))
         if summary["F6"][ds]:
@@ -645,14 +655,17 @@ def _measure_f2(res: Results, setup: Setup, f2: dict[str, list[dict]], cfg: SIFU
              f"{cfg.max_rounds})")
 
 
-def _measure_verification(res: Results, ds: str, fig: str, rows: list[dict], triggered: int | None = None) -> None:
+def _measure_verification(res: Results, ds: str, fig: str, rows: list[dict], triggered: int | None = None, *,
+                          members: int | None = None) -> None:
     """The verification's claims; ``triggered``: the held-out images (outside the backdoor's target class) each
-    model's backdoor success is the proportion of (Figs. 3-4)."""
+    model's backdoor success is the proportion of (Figs. 3-4); ``members``: the membership attack's members (as
+    many non-members), for the sampling bound of its AUCs."""
     v = {r["model"]: r for r in rows}
     pos, neg = v[REMEMBERS], v[FORGOT]
     _put(res, "verify_mia_separates", f"{ds}, {fig}", pos["mia_auc"] - neg["mia_auc"],
          f"AUC {pos['mia_auc']:.3f} vs {neg['mia_auc']:.3f}; TPR at 1 % FPR {pos['mia_tpr_at_1pct']:.3f} vs "
-         f"{neg['mia_tpr_at_1pct']:.3f}; loss AUC {pos['loss_auc']:.3f} vs {neg['loss_auc']:.3f}")
+         f"{neg['mia_tpr_at_1pct']:.3f}; loss AUC {pos['loss_auc']:.3f} vs {neg['loss_auc']:.3f}", items=members,
+         terms=[(1.0, pos["mia_auc"]), (-1.0, neg["mia_auc"])], auc=True)
     _put(res, "verify_output_separates", f"{ds}, {fig}", pos["relative_kl"] - 1,
          f"KL to SCRATCH {pos['kl_to_retrained']:.4f} vs {neg['kl_to_retrained']:.4f}; disagreement "
          f"{pos['disagreement_with_retrained']:.3f} vs {neg['disagreement_with_retrained']:.3f}")
@@ -677,11 +690,11 @@ def _measure_verification(res: Results, ds: str, fig: str, rows: list[dict], tri
 
 
 def _measure_f3(res: Results, ds: str, f3: dict[str, list[dict]], v3: list[dict], *, items: int,
-                triggered: int) -> None:
+                triggered: int, members: int) -> None:
     """Figs. 3-4's claims on the seed-averaged rows ``f3`` and verification ``v3``. ``items``: a lower bound of the
     watermarked samples of F_1, the smallest F_r, that the accuracies on F_r are over (the sampling bound of a mean
     over requests then errs on the wide side; that of a mean over seeds too, p ↦ √(p(1 − p)) being concave);
-    ``triggered``: the held-out images of the backdoor's success."""
+    ``triggered``: the held-out images of the backdoor's success; ``members``: the membership attack's."""
     scr, scr_total = _acc(f3["SCRATCH"]), _total(f3["SCRATCH"])
     where = f"sampling over ≥ {items:,} watermarked samples per F_r (F_1's, the smallest)"
     for label, scheme in WM_SIFU:
@@ -697,7 +710,7 @@ def _measure_f3(res: Results, ds: str, f3: dict[str, list[dict]], v3: list[dict]
         _put(res, "wm_baselines_remember", f"{ds}, {reading}", min(accs.values()) - scr,
              ", ".join(f"{s} {a:.3f}" for s, a in accs.items()) + f"; SCRATCH {scr:.3f}; {where}",
              items=items, terms=_diff_terms(f3, lowest, "SCRATCH"))
-    _measure_verification(res, ds, "Figs. 3-4", v3, triggered)
+    _measure_verification(res, ds, "Figs. 3-4", v3, triggered, members=members)
 
 
 def _measure_f5(res: Results, ds: str, rows: list[dict], seeds: list[list[dict]], *, items: int) -> None:
