@@ -89,6 +89,18 @@ def write_atomic(path: Path, data: bytes) -> None:
             tmp.unlink()
 
 
+def _values_of_mean(key: str, name: str, values: Sequence[float], value: float, *, rel_tol: float,
+                    abs_tol: float) -> list[float]:
+    """``values`` as floats, checked to be at least 2 finite numbers whose mean is ``value`` (claim ``key``'s
+    ``name`` argument)."""
+    values = [float(v) for v in values]
+    if len(values) < 2 or not all(math.isfinite(v) for v in values):
+        raise ValueError(f"claim {key!r}: {name} must be at least 2 finite values, got {values}")
+    if not math.isclose(statistics.fmean(values), value, rel_tol=rel_tol, abs_tol=abs_tol):
+        raise ValueError(f"claim {key!r}: value {value!r} is not the mean of its {name} ({statistics.fmean(values)!r})")
+    return values
+
+
 @dataclass
 class Results:
     """What one chapter run produced."""
@@ -170,12 +182,8 @@ class Results:
             if test_images is not None or accuracies is not None:
                 raise ValueError(f"claim {key!r}: per_item values give the sample themselves, without test_images "
                                  "or accuracies")
-            per_item = [float(v) for v in per_item]
-            if len(per_item) < 2 or not all(math.isfinite(v) for v in per_item):
-                raise ValueError(f"claim {key!r}: per_item must be at least 2 finite values, got {len(per_item)}")
-            if not math.isclose(statistics.fmean(per_item), value, rel_tol=1e-5, abs_tol=1e-6):
-                raise ValueError(f"claim {key!r}: value {value!r} is not the mean of its per_item values "
-                                 f"({statistics.fmean(per_item)!r})")
+            # per-item values are stored to seven significant digits: their mean matches to about 1e-6
+            per_item = _values_of_mean(key, "per_item", per_item, value, rel_tol=1e-5, abs_tol=1e-6)
             entry["sampling"] = {"test_images": len(per_item), "per_item": per_item}
         if (test_images is None) != (accuracies is None):
             raise ValueError(f"claim {key!r}: test_images and accuracies go together (the test set's size and the "
@@ -199,13 +207,7 @@ class Results:
                                  f"{accuracies} ({read!r})")
             entry["sampling"] = {"test_images": test_images, "accuracies": accuracies, **extra}
         if samples is not None and value is not None:
-            samples = [float(v) for v in samples]
-            if len(samples) < 2 or not all(math.isfinite(v) for v in samples):
-                raise ValueError(f"claim {key!r}: samples must be at least 2 finite values, got {samples}")
-            if not math.isclose(statistics.fmean(samples), value, rel_tol=1e-9, abs_tol=1e-12):
-                raise ValueError(f"claim {key!r}: value {value} is not the mean of its samples "
-                                 f"({statistics.fmean(samples)})")
-            entry["samples"] = samples
+            entry["samples"] = _values_of_mean(key, "samples", samples, value, rel_tol=1e-9, abs_tol=1e-12)
         self.measured[key] = entry
 
     def measure_difference(self, claim: Claim, a: float | None, b: float | None, detail: str = "", *,
