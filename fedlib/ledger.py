@@ -45,7 +45,8 @@ combines several models' accuracies with fixed weights (a mean over settings of 
 :func:`combination_halfwidth`: exact from the models' per-image results, else likewise the widest any dependence
 allows. A value that is a mean over a sample of items, image by image (privacy evaluation's PSNR of two attacks on
 the same 100 images, subtracted), carries the one-sided 99 % confidence bound of those per-item values
-(:func:`confidence_halfwidth`). Quick mode leaves this to the registered seed sweep (its verdicts do not change).
+(:func:`confidence_halfwidth`), and a membership attack's ROC AUC (or a gap of two) :func:`auc_halfwidth`. Quick
+mode leaves this to the registered seed sweep (its verdicts do not change).
 
 A ``kind="fact"`` entry is bookkeeping that no defect of the implementation could flip (a count, an identity that
 holds by construction): it is shown with its value but not counted as a reproduced claim.
