@@ -321,7 +321,7 @@ def test_repeated_runs_are_reported_as_their_mean_and_sample_std():
     from fedlib.experiments import flz as chapter
 
     cfg = dataclasses.replace(chapter.TINY, datasets=("mnist",), splits=("iid",), temperatures=(0.5, 1.0), rounds=4,
-                              sweep_rounds=4, sweep_steps=10)
+                              sweep_rounds=4, sweep_steps=10, seeds=(3, 8))
     single = [chapter.run(dataclasses.replace(cfg, repeat_seeds=(s,))) for s in (3, 8)]
     both = chapter.run(dataclasses.replace(cfg, repeat_seeds=(3, 8)))
     for table in ("F4.2", "T4.5", "T4.6"):
@@ -342,6 +342,18 @@ def test_repeated_runs_are_reported_as_their_mean_and_sample_std():
     lead = [r.claim("unlearn_best_at_half/mnist")["value"] for r in single]  # (0.5, 0.5) − the best other cell
     assert None not in lead
     assert both.measured["unlearn_best_at_half/mnist"]["samples"] == pytest.approx(lead, abs=1e-12)
+    # the cells' range is a seed's range over its single runs, like the seeds' range it is compared with (not the
+    # range of the means, which averaging narrows)
+    ranges = [r.claim("temperature_sensitivity/mnist")["value"] for r in single]
+    assert both.measured["temperature_sensitivity/mnist"]["samples"] == pytest.approx(ranges, abs=1e-12)
+    cells = [[row["ours"] for row in r.tables["T4.5"]["rows"]] for r in single]
+    noise = [r.tables["T4.5"]["rows"][-1]["ours"] for r in single]  # the cell (1, 1): Fig. 4.6's runs
+    for r, c in zip(single, cells):
+        assert r.claim("temperature_sensitivity/mnist")["value"] == pytest.approx(
+            max(c) - min(c) - (max(noise) - min(noise)), abs=1e-12)
+    means = [row["ours"] for row in both.tables["T4.5"]["rows"]]
+    assert both.claim("temperature_sensitivity/mnist")["value"] != pytest.approx(
+        max(means) - min(means) - (max(noise) - min(noise)), abs=1e-9)
 
 
 def test_full_verdicts_read_off_test_accuracies_carry_the_test_sets_sampling_bound():
