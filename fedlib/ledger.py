@@ -45,7 +45,10 @@ combines several models' accuracies with fixed weights (a mean over settings of 
 :func:`combination_halfwidth`: exact from the models' per-image results, else likewise the widest any dependence
 allows. A value that is a mean over a sample of items, image by image (privacy evaluation's PSNR of two attacks on
 the same 100 images, subtracted), carries the one-sided 99 % confidence bound of those per-item values
-(:func:`confidence_halfwidth`), and a membership attack's ROC AUC (or a gap of two) :func:`auc_halfwidth`. Quick
+(:func:`confidence_halfwidth`), and a membership attack's ROC AUC (or a gap of two) :func:`auc_halfwidth`. A value
+that is not linear in the accuracies it reads (the share of rounds a run saves to first reach another run's best
+accuracy) carries the values it takes with that target moved by its sampling bound either way (``interval``): the
+verdict must hold at both ends. Quick
 mode leaves this to the registered seed sweep (its verdicts do not change).
 
 A ``kind="fact"`` entry is bookkeeping that no defect of the implementation could flip (a count, an identity that
@@ -185,7 +188,9 @@ def evaluate(ledger: Sequence[Claim], measured: dict[str, dict[str, Any]], mode:
     """One entry per claim and setting: the claim's fields, the measured value and detail, and this run's outcome.
 
     ``measured`` maps :meth:`Claim.key` to ``{"value": float | None, "detail": str}``, in full mode optionally with
-    ``"samples"`` (the per-seed values whose mean is the value; see :func:`clears`); a key that was not measured
+    ``"samples"`` (the per-seed values whose mean is the value; see :func:`clears`), ``"sampling"`` (what an
+    accuracy value was read off: its test-set sampling bound) or ``"interval"`` (the value at the two ends of that
+    bound, where the value is not linear in accuracies: the verdict must hold at both); a key that was not measured
     (a unit not run yet) gives :data:`NOT_RUN`; a claim not evaluated in ``mode`` gives one of :data:`MODE_ONLY`.
     """
     check_ledger(ledger)
@@ -209,6 +214,12 @@ def evaluate(ledger: Sequence[Claim], measured: dict[str, dict[str, Any]], mode:
                 detail += (f"{'; ' if detail else ''}test-set sampling ({sampling['test_images']:,} images, {kind}"
                            f"one-sided {PREDICTION_LEVEL * 100:.0f} %) ±{shown}")
                 if not clears(claim, verdict, value, halfwidth):
+                    verdict = "inconclusive"
+            interval = m.get("interval")
+            if interval is not None and value is not None and mode == "full" and verdict in VERDICTS[:2]:
+                low, high = (format_value(x, claim.unit) for x in interval)
+                detail += f"{'; ' if detail else ''}at the ends of its test-set sampling bound {low} … {high}"
+                if outcome(claim, interval[0]) != verdict or outcome(claim, interval[1]) != verdict:
                     verdict = "inconclusive"
             if samples is not None and value is not None and mode == "full":  # quick mode: the sweep's spread
                 halfwidth = confidence_halfwidth(samples)

@@ -134,7 +134,8 @@ class Results:
                 samples: Sequence[float] | None = None, at_most: bool = False, test_images: int | None = None,
                 accuracies: Sequence[float] | None = None, disagreement: float | None = None,
                 weights: Sequence[float] | None = None, mean_square: float | None = None,
-                independent: bool = False, per_item: Sequence[float] | None = None, auc: bool = False) -> None:
+                independent: bool = False, per_item: Sequence[float] | None = None, auc: bool = False,
+                interval: Sequence[float] | None = None) -> None:
         """Record this run's value of ``claim`` in ``setting`` (None: not run yet) and what it was computed from.
 
         ``samples``: where ``value`` is a mean over seeds, the per-seed values (at least 2, their mean ``value``);
@@ -154,7 +155,10 @@ class Results:
         attacks on the same images, image by image, subtracted); a full-mode verdict must then clear the margin by
         their one-sided 99 % confidence bound too (:func:`fedlib.ledger.confidence_halfwidth`). ``auc``: the
         ``accuracies`` are ROC AUCs (e.g. of a membership attack) over at least ``test_images`` positives and as many
-        negatives (:func:`fedlib.ledger.auc_halfwidth`)."""
+        negatives (:func:`fedlib.ledger.auc_halfwidth`). ``interval``: (low, high), the value read at the two ends
+        of the test set's sampling bound where it is not a linear function of accuracies (e.g. the round at which
+        one run first reaches another's best accuracy, that target moved by its bound); a full-mode verdict must
+        then hold at both ends too."""
         key = claim.key(setting)
         if key in self.measured:
             raise ValueError(f"claim {key!r} was measured twice")
@@ -207,6 +211,12 @@ class Results:
                                  f"{'difference' if weights is None else 'weighted sum'} of its accuracies "
                                  f"{accuracies} ({read!r})")
             entry["sampling"] = {"test_images": test_images, "accuracies": accuracies, **extra}
+        if interval is not None and value is not None:
+            low, high = (float(x) for x in interval)
+            if not low <= value <= high:
+                raise ValueError(f"claim {key!r}: interval must be (low, high) around the value {value!r}, got "
+                                 f"{list(interval)!r}")
+            entry["interval"] = [low, high]
         if samples is not None and value is not None:
             entry["samples"] = _values_of_mean(key, "samples", samples, value, rel_tol=1e-9, abs_tol=1e-12)
         self.measured[key] = entry

@@ -50,7 +50,7 @@ from fedlib.fl import Algorithm, FLConfig, LocalSGD, LocalTrainer, RunSummary, e
     run_federated
 from fedlib.fl.client import cross_entropy
 from fedlib.fl.engine import disagreement, mean_square
-from fedlib.ledger import Claim
+from fedlib.ledger import Claim, sampling_halfwidth
 from fedlib.privacy import DEFAULT_ORDERS, PrivacyBudget, compute_rdp, noise_norm_ratio, rdp_to_epsilon
 from fedlib.results import Results
 from fedlib.rng import make_generator
@@ -380,24 +380,43 @@ def _sub(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
 
 
-def _fewer_rounds(variant: RunSummary | None, plain: RunSummary | None) -> tuple[float | None, str]:
+def _fewer_rounds(variant: RunSummary | None, plain: RunSummary | None,
+                  test_images: int) -> tuple[float | None, str, tuple[float, float] | None]:
     """1 − (rounds the variant needs to reach plain DPFL's best accuracy) / (rounds plain DPFL needs): the share of
     rounds saved. A variant that has not reached it when its run ended counts as one round more than the longer of
     the two runs (censored: it might get there later); one that diverged never will, and gets −1 (−100 %), a floor
-    that stands for "never", however few rounds it ran."""
+    that stands for "never", however few rounds it ran.
+
+    Whether the variant reached plain DPFL's accuracy in a round is a difference of two models' accuracies on the
+    ``test_images`` test images: the third element is the share saved with the variant's target raised and lowered
+    by that difference's sampling bound (:func:`fedlib.ledger.sampling_halfwidth`, the widest any dependence allows:
+    the units keep no per-image results of every round), for the verdict to hold at both ends."""
     if variant is None or plain is None:
-        return None, "not run yet"
+        return None, "not run yet", None
     target = plain.best_accuracy
-    needed = rounds_to_reach(variant, target)
     own = rounds_to_reach(plain, target)
+
+    def saved(goal: float) -> float:
+        needed = rounds_to_reach(variant, goal)
+        if needed is not None:
+            return 1 - needed / own
+        if variant.diverged:
+            return -1.0
+        return 1 - (max(variant.rounds_completed, plain.rounds_completed) + 1) / own
+
+    halfwidth = sampling_halfwidth(test_images, (target, target))
+    interval = (saved(target + halfwidth), saved(target - halfwidth))
     reached = f"plain DPFL reaches {target:.4f} at round {own}"
+    needed = rounds_to_reach(variant, target)
+    bound = f"; the target ±{halfwidth * 100:.2f} pp ({test_images:,} test images, one-sided 99 %)"
     if needed is not None:
-        return 1 - needed / own, f"{reached}; the variant at round {needed}"
+        return 1 - needed / own, f"{reached}; the variant at round {needed}{bound}", interval
     if variant.diverged:
         return -1.0, (f"{reached}; the variant diverged after {variant.rounds_completed} round(s) and never does "
-                      "(counted as −100 %)")
+                      "(counted as −100 %)"), interval
     used = max(variant.rounds_completed, plain.rounds_completed) + 1
-    return 1 - used / own, f"{reached}; the variant not within its {variant.rounds_completed} rounds (counted as {used})"
+    return (saved(target), f"{reached}; the variant not within its {variant.rounds_completed} rounds (counted as "
+            f"{used}){bound}", interval)
 
 
 def run(config: FednoreConfig = QUICK, *, mode: str = "quick", seed: int = 0, progress: bool = False,
@@ -837,8 +856,8 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
             shown = ", ".join(f"{k} {fmt(mlp.best(x))}" for k, x in v.items())
             mlp.compare(res, claim["nore1_improves"], v["nore1"], v["plain"], shown, setting=setting)
             mlp.compare(res, claim["nore2_improves"], v["nore2"], v["plain"], shown, setting=setting)
-            value, detail = _fewer_rounds(mlp.run(v["nore2"]), mlp.run(v["plain"]))
-            res.measure(claim["nore2_fewer_rounds"], value, detail, setting=setting)
+            value, detail, interval = _fewer_rounds(mlp.run(v["nore2"]), mlp.run(v["plain"]), tests["mlp"])
+            res.measure(claim["nore2_fewer_rounds"], value, detail, setting=setting, interval=interval)
             mlp.compare(res, claim["nore2_beats_nore1"], v["nore2"], v["nore1"], shown, setting=setting)
         main = mlp.r
         scaled = main.lam_scale != (1.0, 1.0)
@@ -893,9 +912,10 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
             if lr == 0.1:
                 cnn.compare(res, claim["nore1_cnn_limited"], v["nore1"], v["plain"], f"plain {fmt(g['plain'])}, "
                             f"Fed-nore-1 {fmt(g['nore1'])}")
-                value, detail = _fewer_rounds(cnn.run(cnn.find("nore2", PAPER_SIGMA, lam2, scaled=False)),
-                                              cnn.run(cnn.find("plain", PAPER_SIGMA)))
-                res.measure(claim["nore2_cnn_fewer_rounds"], value, detail)
+                value, detail, interval = _fewer_rounds(
+                    cnn.run(cnn.find("nore2", PAPER_SIGMA, lam2, scaled=False)), cnn.run(cnn.find("plain", PAPER_SIGMA)),
+                    tests["cnn"])
+                res.measure(claim["nore2_cnn_fewer_rounds"], value, detail, interval=interval)
             if lr != 0.1:
                 cnn.compare(res, claim["nore2_cnn_small_lr" if lr < 0.1 else "nore2_cnn_large_lr"], v["nore2"],
                             v["plain"], f"plain {fmt(g['plain'])}, Fed-nore-2 {fmt(g['nore2'])}")
@@ -911,8 +931,8 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
         cifar.compare(res, claim["cifar_nore1_improves"], nv["Fed-nore-1"], pv, shown)
         cifar.compare(res, claim["cifar_nore2_improves"], nv["Fed-nore-2"], pv, shown)
         for setting, out in runs.items():
-            value, detail = _fewer_rounds(out, plain)
-            res.measure(claim["cifar_fewer_rounds"], value, detail, setting=setting)
+            value, detail, interval = _fewer_rounds(out, plain, tests["cifar"])
+            res.measure(claim["cifar_fewer_rounds"], value, detail, setting=setting, interval=interval)
         mnist_gain = None if mlp is None else _gains(mlp, PAPER_SIGMA, mlp.r.lr, scaled=False)["nore2_gain"]
         res.measure(claim["cifar_gain_larger"], _sub(_sub(acc["Fed-nore-2"], p), mnist_gain),
                     f"CIFAR-10 gain {fmt(_sub(acc['Fed-nore-2'], p))}, MNIST gain {fmt(mnist_gain)}")
