@@ -198,7 +198,10 @@ def _privacy(args: argparse.Namespace) -> int:
         if eps == float("inf"):
             raise ValueError(f"--sigma {args.sigma:g}: the noise is negligible, ε is unbounded (no finite guarantee)")
         print(f"{eps:.6f}")
-        print(f"(optimal Rényi order {order:g})", file=sys.stderr)
+        edge = {max(acc.orders): "largest", min(acc.orders): "smallest"}.get(order)
+        print(f"(optimal Rényi order {order:g}" + ("" if edge is None else
+              f", the {edge} of the accountant's orders: ε is a valid upper bound, but an order beyond them might "
+              "give a smaller one") + ")", file=sys.stderr)
     else:
         sigma = calibrate_noise_multiplier(target_epsilon=args.epsilon, delta=args.delta, sample_rate=args.q,
                                            steps=args.steps, conversion=args.conversion)

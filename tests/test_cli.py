@@ -11,6 +11,17 @@ def test_epsilon_reference_value(capsys):
     assert float(capsys.readouterr().out) == pytest.approx(7.329, abs=1e-3)
 
 
+def test_epsilon_at_the_edge_of_the_orders_says_it_is_only_an_upper_bound(capsys):
+    """σ = 10⁶: the RDP optimum lies beyond the largest order (63), so ε = 0.1029 is a valid bound far above the
+    true ε; the calculator must say so instead of printing it as if it were tight."""
+    assert main(["privacy", "epsilon", "--sigma", "1e6", "--q", "0.04", "--steps", "10", "--delta", "1e-5"]) == 0
+    out = capsys.readouterr()
+    assert float(out.out) == pytest.approx(0.1029, abs=1e-4)
+    assert "order 63, the largest of the accountant's orders: ε is a valid upper bound" in out.err
+    main(["privacy", "epsilon", "--sigma", "1.5", "--q", "0.04", "--steps", "2250", "--delta", "1e-5"])
+    assert "accountant's orders" not in capsys.readouterr().err
+
+
 def test_sigma_reference_value(capsys):
     assert main(["privacy", "sigma", "--epsilon", "8", "--q", "0.04", "--steps", "2250", "--delta", "1e-5"]) == 0
     assert float(capsys.readouterr().out) == pytest.approx(1.416, abs=1e-3)
