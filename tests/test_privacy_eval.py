@@ -174,6 +174,32 @@ def test_concordance_counts_pairs_ordered_alike():
     assert _concordance([1, 1], [1, 2]) is None
 
 
+def test_ratio_items_average_to_the_relative_difference_and_spread_as_its_delta_method():
+    """R − 1 = mean(b) / mean(a) − 1 over the same images: its per-image values (bⱼ − R·aⱼ) / ā + R − 1 average to
+    it, and their standard error is the delta method's √(Var(bⱼ − R·aⱼ) / n) / ā, checked against the spread of
+    R over resampled image sets."""
+    import random
+    import statistics
+
+    from fedlib.experiments.privacy_eval import _ratio_items
+
+    rng = random.Random(0)
+    a = [rng.uniform(0.05, 0.15) for _ in range(400)]
+    b = [x * 1.6 + rng.gauss(0, 0.02) for x in a]
+    items = _ratio_items(b, a)
+    ratio = statistics.fmean(b) / statistics.fmean(a)
+    assert statistics.fmean(items) == pytest.approx(ratio - 1, abs=1e-12)
+    se = statistics.stdev(items) / math.sqrt(len(items))
+    boot = []
+    for _ in range(2000):
+        pick = [rng.randrange(len(a)) for _ in a]
+        boot.append(sum(b[i] for i in pick) / sum(a[i] for i in pick))
+    assert se == pytest.approx(statistics.stdev(boot), rel=0.1)
+    # (bⱼ − aⱼ) / ā instead also averages to R − 1, but spreads wider: it ignores that R·aⱼ tracks bⱼ
+    assert statistics.stdev([(y - x) / statistics.fmean(a) for x, y in zip(a, b)]) / math.sqrt(len(a)) > 1.2 * se
+    assert _ratio_items(None, a) is None
+
+
 def test_tiny_chapter_run_measures_every_claim_and_keeps_the_images(tmp_path):
     from fedlib.experiments.privacy_eval import LEDGER, Setting, run
     from fedlib.results import load_results
@@ -190,7 +216,12 @@ def test_tiny_chapter_run_measures_every_claim_and_keeps_the_images(tmp_path):
     assert sum(per) / len(per) == pytest.approx(falls["value"], abs=1e-5)
     leaks = res.measured["prob_leak_falls_with_noise"]["sampling"]["per_item"]
     assert set(leaks) <= {-1.0, 0.0, 1.0}  # leak indicators subtracted image by image
-    assert "per_item" not in res.measured["loss_rises_with_sigma/C = 1, σ 0.01 → 0.1"].get("sampling", {})
+    # a relative difference of two attacks' mean MSE over the attacked rounds: each image's MSE averaged over the
+    # rounds, then the ratio's delta-method per-image values, which average to the value
+    # (the tiny configuration attacks one such pair: all-round against one-round at C = 1, σ = 0.1, round 2)
+    rel = res.measured["all_round_beats_one_round/C = 1, σ = 0.1"]
+    assert len(rel["sampling"]["per_item"]) == cfg.images
+    assert sum(rel["sampling"]["per_item"]) / cfg.images == pytest.approx(rel["value"], abs=1e-6)
     for table in ("T4.1", "T4.3", "T4.4", "privacy", "attack_vs_epsilon", "theory", "F4.7", "all_round_gain"):
         assert res.tables[table]["rows"], table
     assert [(r["setting"], r["C"]) for r in res.tables["T4.4"]["rows"]] == [("FL", 1.0), ("SE", 1.0)]

@@ -838,6 +838,16 @@ class _Tables:
         vals = [self.get(bound, sigma, key, manner=manner, round=t) for t in ts]
         return None if not vals or None in vals else sum(vals) / len(vals)
 
+    def per_image_over_rounds(self, bound, sigma, manner="one-round", key="mse",
+                              skip_first=False) -> list[float] | None:
+        """Each image's ``key`` averaged over the attacked rounds, as :meth:`mean_over_rounds` averages the rounds'
+        means (None where a round is not run or its unit predates per-image values)."""
+        ts = self.ts[1:] if skip_first else self.ts
+        rounds = [self.per_image(bound, sigma, key, manner=manner, round=t) for t in ts]
+        if not rounds or None in rounds:
+            return None
+        return [sum(v) / len(v) for v in zip(*rounds)]
+
     def build(self) -> dict:
         cfg = self.cfg
         self.res.add_table("scale", "Run scale against the thesis's: σ is given as the thesis's σ; the run uses "
@@ -1075,6 +1085,17 @@ def _rel(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else (a - b) / b
 
 
+def _ratio_items(num: list[float] | None, den: list[float] | None) -> list[float] | None:
+    """Per-item values of R − 1 = mean(num) / mean(den) − 1 over the same items (two attacks on the same images):
+    (numⱼ − R·denⱼ) / mean(den) + R − 1, which average to R − 1 and spread as its delta-method linearisation, so
+    their confidence bound is the ratio's (None where either attack lacks per-image values)."""
+    if num is None or den is None:
+        return None
+    mean_den = sum(den) / len(den)
+    ratio = sum(num) / len(num) / mean_den
+    return [(a - ratio * b) / mean_den + ratio - 1 for a, b in zip(num, den)]
+
+
 def _fmt(v: float | None, digits: int = 2) -> str:
     return "not run" if v is None else f"{v:.{digits}f}"
 
@@ -1142,28 +1163,36 @@ def _measure(res: Results, tab: _Tables, built: dict, f47_test: int | None) -> N
         pair("leaks", dict(bound=1.0, sigma=0.001), dict(bound=1.0, sigma=1.0)))
     psnr_pair("sigma_01_defeats_attack", 1.0, 0.1, 1.0, 1.0)
 
-    mean = tab.mean_over_rounds
+    # the MSE claims: relative differences of two attacks' mean MSE over the attacked rounds, each image's MSE
+    # averaged over those rounds first, so that their delta-method per-image values (_ratio_items) bound them
+    mean, images = tab.mean_over_rounds, tab.per_image_over_rounds
     for setting, (c, s1, s2) in (("C = 1, σ 0.01 → 0.1", (1.0, 0.01, 0.1)),
                                  ("C = 10, σ 0.001 → 0.01 (ours)", (10.0, 0.001, 0.01))):
         a, b = mean(c, s2), mean(c, s1)
-        res.measure(claim["loss_rises_with_sigma"], _rel(a, b), f"mean one-round MSE: σ = {s1:g}: {_fmt(b, 4)}, "
-                    f"σ = {s2:g}: {_fmt(a, 4)}", setting=setting)
+        put("loss_rises_with_sigma", _rel(a, b), f"mean one-round MSE: σ = {s1:g}: {_fmt(b, 4)}, σ = {s2:g}: "
+            f"{_fmt(a, 4)}", _ratio_items(images(c, s2), images(c, s1)), setting)
     for c, s in ((1.0, 0.01), (1.0, 0.1), (10.0, 0.01)):
         one, every = mean(c, s, skip_first=True), mean(c, s, "all-round", skip_first=True)
-        setting = _lit(c, s) + ("" if c == 1.0 else " (ours)")
-        res.measure(claim["all_round_beats_one_round"], None if None in (one, every) else (one - every) / one,
-                    f"MSE over rounds {', '.join(map(str, tab.ts[1:]))}: one-round {_fmt(one, 4)}, all-round "
-                    f"{_fmt(every, 4)}", setting=setting)
+        items = _ratio_items(images(c, s, "all-round", skip_first=True), images(c, s, skip_first=True))
+        put("all_round_beats_one_round", None if None in (one, every) else (one - every) / one,
+            f"MSE over rounds {', '.join(map(str, tab.ts[1:]))}: one-round {_fmt(one, 4)}, all-round "
+            f"{_fmt(every, 4)}", None if items is None else [-v for v in items],
+            _lit(c, s) + ("" if c == 1.0 else " (ours)"))
     small, large, median = mean(0.1, 0.1), mean(10.0, 0.1), mean("median", 0.1)
     detail = f"mean one-round MSE at σ = 0.1: C = 0.1: {_fmt(small, 4)}, C = 10: {_fmt(large, 4)}"
-    res.measure(claim["f43_loss_rises_with_c"], _rel(large, small), detail)
-    res.measure(claim["f43_loss_falls_with_c_literal"], _rel(large, small), detail)
-    res.measure(claim["median_like_small_c"], _rel(median, small), f"{detail}, median: {_fmt(median, 4)}")
-    ends = [mean(c, sigma_at(cfg.f44_total_noise, c)) for c in (0.1, 10.0)]
+    rises = _ratio_items(images(10.0, 0.1), images(0.1, 0.1))
+    put("f43_loss_rises_with_c", _rel(large, small), detail, rises)
+    put("f43_loss_falls_with_c_literal", _rel(large, small), detail, rises)
+    put("median_like_small_c", _rel(median, small), f"{detail}, median: {_fmt(median, 4)}",
+        _ratio_items(images("median", 0.1), images(0.1, 0.1)))
+    end_bounds = (0.1, 10.0)
+    ends = [mean(c, sigma_at(cfg.f44_total_noise, c)) for c in end_bounds]
     mid = mean(1.0, cfg.f44_total_noise)
-    res.measure(claim["f44_interior_optimum"], None if None in (*ends, mid) else (min(ends) - mid) / mid,
-                f"mean one-round MSE at σC = {cfg.f44_total_noise:g}: C = 0.1: {_fmt(ends[0], 4)}, C = 1: "
-                f"{_fmt(mid, 4)}, C = 10: {_fmt(ends[1], 4)}")
+    lowest = None if None in ends else end_bounds[ends.index(min(ends))]  # bounded through the end it selects
+    put("f44_interior_optimum", None if None in (*ends, mid) else (min(ends) - mid) / mid,
+        f"mean one-round MSE at σC = {cfg.f44_total_noise:g}: C = 0.1: {_fmt(ends[0], 4)}, C = 1: {_fmt(mid, 4)}, "
+        f"C = 10: {_fmt(ends[1], 4)}", None if lowest is None else
+        _ratio_items(images(lowest, sigma_at(cfg.f44_total_noise, lowest)), images(1.0, cfg.f44_total_noise)))
 
     t44, floor = built["t44"], get(1.0, 1.0)
     for c in (0.1, 1.0):
