@@ -279,6 +279,23 @@ def test_chapter_plans_without_computing_and_assembles_with_missing_units():
     assert all(row["ours"] is None for row in res.tables["F4.4"]["rows"])
 
 
+def test_fig46_seeds_are_the_thesiss_at_seed_0_and_move_with_the_chapter_seed():
+    """A quick sweep must draw Fig. 4.6's runs anew at each seed: with the thesis's seeds at every sweep seed the seed
+    claims (the range over the seeds) had one value, no spread, and a verdict that rested on one draw."""
+    from fedlib.experiments import flz as chapter
+    from fedlib.units import Units
+
+    def planned(seed: int) -> set[str]:
+        units = Units("flz", "full", seed, plan_only=True)
+        chapter.run(dataclasses.replace(chapter.TINY, seeds=chapter.F46_SEEDS[:2]), mode="full", seed=seed,
+                    units=units)
+        return {u.split("/")[2] for u in units.summary()["missing"] if "K20" in u}  # Fig. 4.6's runs
+
+    assert chapter._Chapter(chapter.QUICK, "quick", 0, None, None, False).fig46_seeds == (235, 172, 51)
+    assert chapter._Chapter(chapter.QUICK, "quick", 3, None, None, False).fig46_seeds == (238, 175, 54)
+    assert planned(0) == {"seed235", "seed172"} and planned(3) == {"seed238", "seed175"}
+
+
 def test_a_dataset_the_data_root_cannot_serve_blocks_its_units(monkeypatch):
     from fedlib.data.datasets import DatasetIncompleteError
     from fedlib.experiments import flz as chapter
