@@ -308,3 +308,27 @@ def test_both_configurations_attack_the_steps_of_the_collapse_claim(mode):
     cfg = QUICK if mode == "quick" else FULL
     ladder = {s for c, s in [*((c, s) for s, c in cfg.t41), *cfg.t43] if c == 1.0}
     assert {0.001, 0.01, 0.04, 0.1, 1.0} <= ladder
+
+
+def test_large_noise_claim_compares_clipping_bounds_and_epsilon_reads_the_thesis_sigmas():
+    """'When increasing the clipping bound after the noise scale is larger than 10, the FL accuracy can be
+    destroyed' is C = 10 − C = 0.1 at equal σC = 10 and at the base σ = 10 (σC 1 → 100); 'when the base noise
+    scale is smaller than one, ε is much larger than 100' is read over the σ of the thesis's tables, and Table
+    4.4's σ (ours: 0.04 / C, 0.4 at C = 0.1) is only reported."""
+    from fedlib.experiments.privacy_eval import THESIS_SIGMAS, FLAccuracyConfig, run, thesis_epsilon
+
+    f47 = FLAccuracyConfig(clients=2, images=8, batch_size=4, epochs=1, lr=0.05, rounds=1, default_init=(),
+                           runs=((0.1, 1.0), (0.1, 10.0), (10.0, 10.0), (10.0, 100.0)))
+    cfg = tiny_config(t41=((0.001, 1.0), (0.1, 1.0)), t44=(0.1,), attack=AttackConfig(iterations=2, lr=0.05),
+                      fl_clients=2, fl_images=4, fl_epochs=1, f47=f47)
+    res = run(cfg, seed=0)
+    acc = {(r["C"], r["total_noise"]): r["ours"] for r in res.tables["F4.7"]["rows"]}
+    destroyed = {s: res.measured[f"f47_large_noise_destroys/{s}"]["value"]
+                 for s in ("equal σC = 10", "base σ = 10, σC 1 → 100")}
+    assert destroyed["equal σC = 10"] == pytest.approx(acc[(10.0, 10.0)] - acc[(0.1, 10.0)])
+    assert destroyed["base σ = 10, σC 1 → 100"] == pytest.approx(acc[(10.0, 100.0)] - acc[(0.1, 1.0)])
+    assert 0.4 not in THESIS_SIGMAS and 0.1 in THESIS_SIGMAS
+    below = res.measured["epsilon_large_below_one/the thesis's convention"]
+    assert below["value"] == pytest.approx((thesis_epsilon(0.1, cfg.delta) - 100) / 100)
+    assert "at σ = 0.4 (ours: Table 4.4)" in below["detail"]
+    assert thesis_epsilon(0.4, cfg.delta) < 100 < thesis_epsilon(0.1, cfg.delta)  # the reading decides the verdict
