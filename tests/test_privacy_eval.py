@@ -200,6 +200,22 @@ def test_ratio_items_average_to_the_relative_difference_and_spread_as_its_delta_
     assert _ratio_items(None, a) is None
 
 
+def test_table_gap_per_image_values_average_to_the_mean_absolute_gap():
+    """Table 4.1's values claims: mean over cells of |ours − paper|; image j's value takes each cell's sign from the
+    cell mean, so the images average to the gap exactly, and a cell without per-image values gives no bound."""
+    from fedlib.experiments.privacy_eval import _gap_per_image, _mean_abs
+
+    cells = [([0.9, 0.8, 0.95], 0.97), ([0.2, 0.1, 0.18], 0.1), ([0.5, 0.7, 0.6], 0.3)]  # below, above, above
+    rows = [(sum(v) / len(v), paper, v) for v, paper in cells]
+    items = _gap_per_image(rows)
+    gap = _mean_abs([(ours, paper) for ours, paper, _ in rows])
+    assert gap == pytest.approx(((0.97 - 0.8833333) + (0.16 - 0.1) + (0.6 - 0.3)) / 3, abs=1e-6)
+    assert sum(items) / len(items) == pytest.approx(gap, abs=1e-12)
+    # image 1: 0.97 − 0.9 in the cell below the paper, 0.2 − 0.1 and 0.5 − 0.3 in the two above it
+    assert items[0] == pytest.approx((0.07 + 0.1 + 0.2) / 3)
+    assert _gap_per_image([rows[0], (0.5, 0.6, None)]) is None
+
+
 def test_tiny_chapter_run_measures_every_claim_and_keeps_the_images(tmp_path):
     from fedlib.experiments.privacy_eval import LEDGER, Setting, run
     from fedlib.results import load_results
