@@ -260,6 +260,19 @@ def test_selective_rise_is_zero_without_unlearning_and_signed():
     assert _selective_rise(up, final) < 0 and _selective_rise(None, up) is None
 
 
+def test_regularised_cosine_at_zero_reads_not_reproduced():
+    """'doesn't converge to a perfect zero': the cosine of ReLU outputs is ≥ 0, so the reading must be able to fail
+    at zero (the negation of '≈ 0' at the cosine margin 0.05: ≤ 0.05 is zero, ≥ 0.10 is not)."""
+    from fedlib.experiments.flz import LEDGER
+    from fedlib.ledger import outcome
+
+    claim = next(c for c in LEDGER if c.id == "regularised_not_zero")
+    verdict = {cos: outcome(claim, cos - 0.075) for cos in (0.0, 0.04, 0.07, 0.11, 0.3)}
+    assert verdict == {0.0: "not reproduced", 0.04: "not reproduced", 0.07: "inconclusive", 0.11: "reproduced",
+                       0.3: "reproduced"}
+    assert "− 0.075" in claim.metric
+
+
 def test_flz_without_a_forget_set_unlearns_nothing():
     fed, test, init = make_fed()
     cfg = dataclasses.replace(PRESETS["thesis"], steps=2, hidden=8)

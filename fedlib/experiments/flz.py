@@ -169,8 +169,11 @@ LEDGER = [
           "final mean cos(t_j, t_k) without regulariser − 0.6", "≈", unit="cosine", settings=("mnist",),
           modes=("full",)),
     Claim("regularised_not_zero", "Even with regularisation the average cosine similarity doesn't converge to a "
-          "perfect zero", "Fig. 4.1, §4.5", "final mean cos(t_j, t_k) with regulariser", ">", unit="cosine",
-          settings=("mnist",)),
+          "perfect zero", "Fig. 4.1, §4.5", "final mean cos(t_j, t_k) with regulariser − 0.075", ">", unit="cosine",
+          margin=0.025, settings=("mnist",),
+          note="the negation of '≈ 0' at the chapter's cosine margin 0.05: a final cosine ≥ 0.10 is not zero, ≤ 0.05 "
+               "is zero, between inconclusive (the cosine itself, ≥ 0 since t = ReLU(·), could never read 'not "
+               "reproduced' against '> 0'; until 2026-12-03 it was measured that way)"),
     # Figs. 4.2-4.4: the five frameworks on the three splits
     Claim("iid_subset_matches", "FLAvg and FLAvg(subset) performances are nearly identical",
           "Fig. 4.2a (MNIST); Fig. 4.2b (Fashion-MNIST): every bar as expected",
@@ -842,7 +845,7 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
                 "without regulariser: first round " + ("not run" if off is None else f"{off[0]:.3f}") + ", last "
                 + fmt(last[0.0]), "mnist")
         measure("entanglement_level", diff(last[0.0], 0.6), text, "mnist")
-        measure("regularised_not_zero", last[1.0], text, "mnist")
+        measure("regularised_not_zero", diff(last[1.0], 0.075), text, "mnist")
 
     def seed_accs(split: str, ds: str, softplus: bool = False) -> list[dict[str, float | None]]:
         """Each repeat seed's final accuracy per framework (``softplus``: FLZ and FLZ(unlearn) with softplus on ẑ)."""
