@@ -188,7 +188,8 @@ def evaluate(ledger: Sequence[Claim], measured: dict[str, dict[str, Any]], mode:
     """One entry per claim and setting: the claim's fields, the measured value and detail, and this run's outcome.
 
     ``measured`` maps :meth:`Claim.key` to ``{"value": float | None, "detail": str}``, in full mode optionally with
-    ``"samples"`` (the per-seed values whose mean is the value; see :func:`clears`), ``"sampling"`` (what an
+    ``"samples"`` (the per-seed values whose mean is the value; see :func:`clears`), ``"untested"`` (why the run
+    cannot test the claim: inconclusive whatever the value), ``"sampling"`` (what an
     accuracy value was read off: its test-set sampling bound) or ``"interval"`` (the value at the two ends of that
     bound, where the value is not linear in accuracies: the verdict must hold at both); a key that was not measured
     (a unit not run yet) gives :data:`NOT_RUN`; a claim not evaluated in ``mode`` gives one of :data:`MODE_ONLY`.
@@ -227,6 +228,9 @@ def evaluate(ledger: Sequence[Claim], measured: dict[str, dict[str, Any]], mode:
                            f"{PREDICTION_LEVEL * 100:.0f} % bound ±{format_value(halfwidth, claim.unit).lstrip('+')}")
                 if verdict in VERDICTS[:2] and not clears(claim, verdict, value, halfwidth):
                     verdict = "inconclusive"
+            if m.get("untested") and value is not None and mode == "full" and verdict in VERDICTS:
+                detail += f"{'; ' if detail else ''}untested: {m['untested']}"
+                verdict = "inconclusive"
             entry = {k: v for k, v in asdict(claim).items() if k != "settings"}
             entry.update(setting=setting, key=claim.key(setting), margin=claim.threshold, value=value,
                          detail=detail, outcome=verdict)

@@ -135,7 +135,7 @@ class Results:
                 accuracies: Sequence[float] | None = None, disagreement: float | None = None,
                 weights: Sequence[float] | None = None, mean_square: float | None = None,
                 independent: bool = False, per_item: Sequence[float] | None = None, auc: bool = False,
-                interval: Sequence[float] | None = None) -> None:
+                interval: Sequence[float] | None = None, untested: str | None = None) -> None:
         """Record this run's value of ``claim`` in ``setting`` (None: not run yet) and what it was computed from.
 
         ``samples``: where ``value`` is a mean over seeds, the per-seed values (at least 2, their mean ``value``);
@@ -158,7 +158,9 @@ class Results:
         negatives (:func:`fedlib.ledger.auc_halfwidth`). ``interval``: (low, high), the value read at the two ends
         of the test set's sampling bound where it is not a linear function of accuracies (e.g. the round at which
         one run first reaches another's best accuracy, that target moved by its bound); a full-mode verdict must
-        then hold at both ends too."""
+        then hold at both ends too. ``untested``: why this run cannot test the claim whatever its value (e.g. the
+        two models compared both diverged in their first round: neither was trained); a full-mode verdict is then
+        inconclusive, with the reason in its detail."""
         key = claim.key(setting)
         if key in self.measured:
             raise ValueError(f"claim {key!r} was measured twice")
@@ -219,19 +221,27 @@ class Results:
             entry["interval"] = [low, high]
         if samples is not None and value is not None:
             entry["samples"] = _values_of_mean(key, "samples", samples, value, rel_tol=1e-9, abs_tol=1e-12)
+        if untested is not None and value is not None:
+            if not untested.strip():
+                raise ValueError(f"claim {key!r}: untested must say why the run cannot test the claim, got "
+                                 f"{untested!r}")
+            entry["untested"] = untested
         self.measured[key] = entry
 
     def measure_difference(self, claim: Claim, a: float | None, b: float | None, detail: str = "", *,
-                           setting: str = "", test_images: int | None, disagreement: float | None = None) -> None:
+                           setting: str = "", test_images: int | None, disagreement: float | None = None,
+                           untested: str | None = None) -> None:
         """Record a − b for two models' accuracies a, b on the same ``test_images`` test images (None where either
         has not run), with the test set's sampling bound of that difference (:meth:`measure`; ``test_images`` None:
         the test set is not known, and the value is recorded without it; ``disagreement``: the share of images
-        exactly one model gets right, where the runs kept their per-image results)."""
+        exactly one model gets right, where the runs kept their per-image results; ``untested``: see
+        :meth:`measure`)."""
         if a is None or b is None or test_images is None:
-            self.measure(claim, None if a is None or b is None else a - b, detail, setting=setting)
+            self.measure(claim, None if a is None or b is None else a - b, detail, setting=setting,
+                         untested=untested)
         else:
             self.measure(claim, a - b, detail, setting=setting, test_images=test_images, accuracies=(a, b),
-                         disagreement=disagreement)
+                         disagreement=disagreement, untested=untested)
 
     def evaluate(self, ledger: Sequence[Claim]) -> None:
         """Evaluate the chapter's ledger on the measured values (every claim and setting gets an entry)."""

@@ -419,3 +419,26 @@ def test_signature_changes_with_the_test_and_counts_add_up():
     assert counts(["reproduced", "inconclusive", "reproduced"]) == {"reproduced": 2, "not reproduced": 0,
                                                                     "inconclusive": 1}
     assert format_value(0.0123, "accuracy") == "+1.2 pp" and format_value(None, "psnr") == "not run yet"
+
+
+def test_a_run_that_cannot_test_a_claim_is_inconclusive_in_full_mode_whatever_its_value():
+    """e.g. Fed-nore's 'Fed-nore-2 is worse than plain DPFL at learning rate 1' read off two runs that both diverged in
+    round 1: a 2.2-pp gap between two untrained models clears the sampling bound but tests nothing."""
+    from fedlib.results import Results
+
+    def run(mode, value, **kw):
+        res = Results("fednore", mode, seed=0, config={})
+        res.measure(LT, value, "d", **kw)
+        res.evaluate([LT])
+        return res.claims[0]
+
+    why = "both runs diverged in their first round"
+    assert run("full", -0.05)["outcome"] == "reproduced"
+    entry = run("full", -0.05, untested=why)
+    assert entry["outcome"] == "inconclusive" and entry["detail"] == f"d; untested: {why}"
+    assert run("full", 0.05, untested=why)["outcome"] == "inconclusive"
+    assert run("full", 0.0, untested=why)["detail"] == f"d; untested: {why}"  # inconclusive anyway: it says why
+    assert run("quick", -0.05, untested=why)["outcome"] == "reproduced"  # quick mode: the sweep registers values
+    assert run("full", None, untested=why)["outcome"] == "not run"
+    with pytest.raises(ValueError, match="untested must say why"):
+        run("full", -0.05, untested=" ")
