@@ -393,7 +393,7 @@ def _tables_constants(res: Results, cfg: SIFUConfig) -> None:
                  + f", η={s.lr}, C from {'/'.join(f'{b:g}' for b in cfg.dp_bounds)}; n_i={s.samples}, {s.model}, "
                    f"a*={s.target}"} for s in cfg.setups])
     ratio = cfg.epsilon / c_delta(cfg.delta)
-    res.add_table("T_constants", "Constants of eqs. 12-13 and the DP baseline, and the exact δ of the paper's "
+    res.add_table("constants", "Constants of eqs. 12-13 and the DP baseline, and the exact δ of the paper's "
                   "calibration at ε = 10 (Balle & Wang 2018; ours). Reference: the spec card's values, derived from "
                   "the paper's formulas (the paper prints none of these numbers; δ = 0.01 and ε = 10 are its "
                   "settings)", [
