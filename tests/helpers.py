@@ -1,5 +1,8 @@
 """Small models and configurations shared by the algorithm tests."""
 
+import shutil
+from pathlib import Path
+
 from fedlib.experiments.foundations import LEDGER as FOUNDATIONS_LEDGER
 from fedlib.fl import FLConfig, LocalSGD
 from fedlib.models import build_model
@@ -41,3 +44,14 @@ def fake_run(mode: str, ours: list[float], values: dict[str, float | None]) -> R
         res.measure(claim, values.get(claim.id), "made up")
     res.evaluate(FOUNDATIONS_LEDGER)
     return res
+
+
+def assemble_committed_full(chapter: str, out: Path) -> Results:
+    """``chapter``'s full run assembled by today's code from the committed unit files (copied under ``out``; nothing
+    is computed), so a test of a full-mode verdict fails when the measuring code changes, not only the file."""
+    from fedlib.experiments import run_chapter
+    from fedlib.units import Budget, default_folder
+
+    root = Path(__file__).resolve().parents[1] / "results"
+    shutil.copytree(default_folder(chapter, "full", root), default_folder(chapter, "full", out))
+    return run_chapter(chapter, "full", out=out, budget=Budget(units=0))

@@ -337,30 +337,28 @@ def test_a_full_run_compares_two_runs_with_their_per_image_results(tmp_path):
     assert "mean_square" not in gains["nore2_moderate_noise"]["sampling"]
 
 
-def test_two_runs_that_diverged_in_round_one_cannot_show_one_is_worse():
+def test_two_runs_that_diverged_in_round_one_cannot_show_one_is_worse(tmp_path):
     """Fig. 3.13's 'Fed-nore-2 performs worse than plain DPFL at learning rate 1': the committed full run's plain
     DPFL and Fed-nore-2 both diverged in round 1 (0.1054 vs 0.0831, chance 0.10). The 2.2-pp gap clears the
     sampling bound (±1.01 pp), but neither model was trained: inconclusive, and the detail says why."""
-    import json
-    from pathlib import Path
+    from helpers import assemble_committed_full
 
-    results = json.loads((Path(__file__).resolve().parents[1] / "results" / "full" / "fednore.json").read_text())
-    entry = next(c for c in results["claims"] if c["key"] == "nore2_cnn_large_lr")
+    results = assemble_committed_full("fednore", tmp_path)
+    entry = results.claim("nore2_cnn_large_lr")
     assert entry["value"] == pytest.approx(0.0831 - 0.1054)
     assert entry["outcome"] == "inconclusive"
     assert "untested: both runs diverged in their first round" in entry["detail"]
 
 
-def test_fed_nore_2_below_sigma_24_is_read_at_its_worst_sigma():
+def test_fed_nore_2_below_sigma_24_is_read_at_its_worst_sigma(tmp_path):
     """'Fed-nore-2 can greatly improve the accuracy compared with the plain DPFL when σ < 24' holds for every σ of the
     sweep below 24 or not at all: the committed full run reads the smallest gain (Fed-nore-2, λ2 = 200, diverges in
     round 1 at every σ: −86.9 pp at σ = 8) and lists each σ's gain."""
-    import json
-    from pathlib import Path
+    from helpers import assemble_committed_full
 
-    results = json.loads((Path(__file__).resolve().parents[1] / "results" / "full" / "fednore.json").read_text())
-    entry = next(c for c in results["claims"] if c["key"] == "nore2_improves_below_24")
-    gains = {row["sigma"]: row["nore2_gain"] for row in results["tables"]["sigma"]["rows"] if row["sigma"] < 24}
+    results = assemble_committed_full("fednore", tmp_path)
+    entry = results.claim("nore2_improves_below_24")
+    gains = {row["sigma"]: row["nore2_gain"] for row in results.tables["sigma"]["rows"] if row["sigma"] < 24}
     assert sorted(gains) == [4.0, 6.0, 8.0, 10.0, 12.0, 16.0]
     assert entry["value"] == pytest.approx(min(gains.values()))
     assert entry["outcome"] == "not reproduced" and "σ = 4: -0.8286" in entry["detail"]

@@ -273,6 +273,17 @@ def test_regularised_cosine_at_zero_reads_not_reproduced():
     assert "− 0.075" in claim.metric
 
 
+def test_the_committed_full_run_reads_its_regularised_cosine_as_zero(tmp_path):
+    """Today's code on the committed full units: the regularised run's final mean cosine (the last point of its
+    Fig. 4.1 curve) is 0.000, so 'doesn't converge to a perfect zero' is not reproduced at the paper's scale."""
+    from helpers import assemble_committed_full
+
+    results = assemble_committed_full("flz", tmp_path)
+    entry = results.claim("regularised_not_zero/mnist")
+    assert "with 0.000" in entry["detail"]
+    assert entry["value"] == pytest.approx(-0.075, abs=1e-3) and entry["outcome"] == "not reproduced"
+
+
 def test_fig_4_2b_is_not_read_as_fig_4_2a():
     """The thesis's MNIST bars (Fig. 4.2a: ≈ 0.76, FLZ(unlearn) dips) are not Fashion-MNIST's (Fig. 4.2b: every bar as
     expected, minimal deviations)."""

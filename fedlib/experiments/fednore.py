@@ -781,8 +781,8 @@ LEDGER = [
     Claim("nore2_improves_below_24", "Fed-nore-2 can greatly improve the accuracy performance compared with the plain "
           "DPFL when the base noise variance is smaller than 24", "Fig. 3.9, §3.3.3.1", "the smallest gain in best "
           "accuracy of Fed-nore-2 (ours, λ2 = 200) over plain DPFL over the σ < 24 of the σ sweep (4 to 16)", ">",
-          modes=("full",), note="every σ of the sweep below 24 must show the gain; quick mode's sweep (σ = 8 and 40, one local epoch) "
-          "has one such σ, and no sweep registers this claim yet: full mode only"),
+          modes=("full",), note="every σ of the sweep below 24 must show the gain; quick mode's sweep (σ = 8 and "
+          "40, one local epoch) has one such σ, and no sweep registers this claim yet: full mode only"),
     Claim("nore2_above_plain_at_large_sigma", "At a large σ, Fed-nore-2 is still better than the plain DPFL",
           "Fig. 3.9", "best accuracy, Fed-nore-2 (ours, λ2 = 200) − plain DPFL at σ = 40", ">"),
     Claim("nore1_above_nore2_at_large_sigma", "At a large σ, Fed-nore-2 performs worse than Fed-nore-1", "Fig. 3.9",
@@ -903,15 +903,20 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
         detail = (f"σ = 8: plain {fmt(low['plain'])}, gains {fmt(low['nore1_gain'])} / {fmt(low['nore2_gain'])}; "
                   f"σ = 40: plain {fmt(high['plain'])}, gains {fmt(high['nore1_gain'])} / {fmt(high['nore2_gain'])} "
                   "(Fed-nore-1 / -2)")
-        untrained = {kind: None if not mlp.untrained(at[PAPER_SIGMA][kind], at[40.0][kind]) else (
-            f"{name} diverged in its first round at both σ: its gains are those of an untrained model, and their "
-            "difference is plain DPFL's") for kind, name in (("nore1", "Fed-nore-1"), ("nore2", "Fed-nore-2"))}
+        def why_untested(kind: str, name: str, left: str = "plain DPFL's") -> str | None:
+            """Why a σ-trend of ``kind``'s accuracy tests nothing where it diverged in round 1 at σ = 8 and 40
+            (``left``: whose σ-dependence the value then measures)."""
+            return None if not mlp.untrained(at[PAPER_SIGMA][kind], at[40.0][kind]) else (
+                f"{name} diverged in its first round at both σ: its gains are those of an untrained model, and "
+                f"their difference is {left}")
+
         for cid, kind, first, second in (("nore1_large_noise", "nore1", 40.0, PAPER_SIGMA),
                                          ("nore2_moderate_noise", "nore2", PAPER_SIGMA, 40.0)):
             gains = {PAPER_SIGMA: low, 40.0: high}
             mlp.combine(res, claim[cid], _sub(gains[first][f"{kind}_gain"], gains[second][f"{kind}_gain"]),
                         [(1.0, at[first][kind]), (-1.0, at[first]["plain"]), (-1.0, at[second][kind]),
-                         (1.0, at[second]["plain"])], detail, setting=SIGMAS, untested=untrained[kind])
+                         (1.0, at[second]["plain"])], detail, setting=SIGMAS,
+                        untested=why_untested(kind, {"nore1": "Fed-nore-1", "nore2": "Fed-nore-2"}[kind]))
         below = {sigma: _gain_variants(mlp, sigma, main.lr, scaled=False) for sigma in
                  sorted({v.sigma for v in mlp.variants if v.group == "sigma"} | {main.sigma}) if sigma < 24}
         gain2 = {sigma: _sub(mlp.best(v["nore2"]), mlp.best(v["plain"])) for sigma, v in below.items()}
@@ -921,11 +926,12 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
                     "Fed-nore-2's gain: " + ", ".join(f"σ = {k:g}: {fmt(v)}" for k, v in gain2.items()))
         mlp.compare(res, claim["nore2_above_plain_at_large_sigma"], at[40.0]["nore2"], at[40.0]["plain"], detail)
         mlp.compare(res, claim["nore1_above_nore2_at_large_sigma"], at[40.0]["nore1"], at[40.0]["nore2"], detail)
-        lead = {sigma: _sub(mlp.best(at[sigma]["nore1"]), mlp.best(at[sigma]["nore2"])) for sigma in (PAPER_SIGMA, 40.0)}
+        lead = {sigma: _sub(mlp.best(at[sigma]["nore1"]), mlp.best(at[sigma]["nore2"]))
+                for sigma in (PAPER_SIGMA, 40.0)}
         mlp.combine(res, claim["nore2_falls_behind_with_sigma"], _sub(lead[40.0], lead[PAPER_SIGMA]),
                     [(1.0, at[40.0]["nore1"]), (-1.0, at[40.0]["nore2"]), (-1.0, at[PAPER_SIGMA]["nore1"]),
                      (1.0, at[PAPER_SIGMA]["nore2"])], detail, setting=SIGMAS,
-                    untested=untrained["nore2"] and untrained["nore2"].replace("plain DPFL's", "Fed-nore-1's"))
+                    untested=why_untested("nore2", "Fed-nore-2", "Fed-nore-1's"))
         mlp.compare(res, claim["small_sigma_few_rounds"], at[PAPER_SIGMA]["plain"], at[4.0]["plain"],
                     f"plain DPFL: σ = 8 {fmt(low['plain'])}, σ = 4 {fmt(mlp.best(at[4.0]['plain']))}")
         for setting, kind, lam in (("plain DPFL, MLP", "plain", None), ("Fed-nore-1, MLP", "nore1", lam1),

@@ -254,7 +254,8 @@ LEDGER: list[Claim] = _sigma_ours_quick_only([
         "number of decreases of T along the σ sweep", "≈", unit="count", settings=QUICK_SETS, kind="fact"), CIFAR),
     *_claims(Claim(
         "f6_sifu_below_finetuning", "The conclusions of Fig. 2 hold for every forgotten set: SIFU below FINE-TUNING",
-        "App. D, Fig. 6", "min over forgotten classes k of acc(F): FINE-TUNING − SIFU", ">", settings=QUICK_SETS, note=_F6_NOTE),
+        "App. D, Fig. 6", "min over forgotten classes k of acc(F): FINE-TUNING − SIFU", ">", settings=QUICK_SETS,
+        note=_F6_NOTE),
         CIFAR),
     *_claims(Claim(
         "f6_sifu_close_to_scratch", "The conclusions of Fig. 2 hold for every forgotten set: SIFU ≈ SCRATCH",
