@@ -120,8 +120,8 @@ class TheoryConfig:
 
 @dataclass(frozen=True)
 class SIFUConfig:
-    """The chapter's configuration. ``seeds``: seeds averaged (the paper: 10); ``sweep_seeds``: seeds of Fig. 5
-    (the authors' code: 5); ``figures``: which of Figs. 3-6 to run; ``theory``: None skips Theorem 1 / App. A."""
+    """The chapter's configuration. ``seeds``: seeds averaged (the paper: 10, for Figs. 2-6 alike); ``figures``:
+    which of Figs. 3-6 to run; ``theory``: None skips Theorem 1 / App. A."""
 
     setups: tuple[Setup, ...]
     epsilon: float = 10.0
@@ -131,7 +131,6 @@ class SIFUConfig:
     max_rounds: int = 10_000
     requests: int = 3
     seeds: int = 1
-    sweep_seeds: int = 1
     dp_bounds: tuple[float, ...] = (0.1, 0.2, 0.5, 1.0)
     sigma_sweep: tuple[float, ...] = tuple(round(m * 10.0**e, 6) for e in range(-4, 1) for m in (1, 2, 5))
     f6_classes: tuple[int, ...] = tuple(range(10))
@@ -266,8 +265,8 @@ class Cache:
     """The training stages of the dataset and seed being worked on (one at a time), so that the units of Figs. 2,
     5 and 6 train once per run; a unit read back from its file trains nothing."""
 
-    def __init__(self, cfg: SIFUConfig, data: dict[str, Data], base_seed: int, progress: bool) -> None:
-        self.cfg, self.data, self.base_seed, self.progress = cfg, data, base_seed, progress
+    def __init__(self, cfg: SIFUConfig, data: dict[str, Data], progress: bool) -> None:
+        self.cfg, self.data, self.progress = cfg, data, progress
         self.key: tuple[str, int] | None = None
         self.trained: Trained | None = None
 
