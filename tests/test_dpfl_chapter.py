@@ -74,3 +74,17 @@ def test_table_3_1s_own_comparison_reads_the_quoted_cdp_accuracy(tmp_path):
         assert claims[f"lcdp_beats_cdp_quoted/{n}"]["value"] - claims[f"cdp_quoted_value/{n}"]["value"] == (
             pytest.approx(claims[rerun_key]["value"]))
     assert all(c.modes == ("full",) for c in dpfl.LEDGER if c.id in ("lcdp_beats_cdp_quoted", "cdp_quoted_value"))
+
+
+def test_the_communication_saving_is_read_with_and_without_the_indices_and_the_broadcast(tmp_path):
+    """§3.2.2.2's "reduce 90 % of the total communication costs" (LCDP-FL top-10 %, 100 clients): 90 % of the values
+    are not uploaded, but a sparse upload sends an index with each value (80 % saved, exactly the '≈' rule's 2·margin:
+    not reproduced), and the server's broadcast stays dense (40 % of a round's words saved)."""
+    from helpers import assemble_committed_full
+
+    claims = {c["key"]: c for c in assemble_committed_full("dpfl", tmp_path).claims}
+    assert "19,921 of d = 199,210" in claims["upload_saving"]["detail"]
+    assert [claims[k]["value"] for k in ("upload_saving", "upload_saving_with_indices", "round_trip_saving")] == [
+        0.0, -0.1, -0.5]
+    assert [claims[k]["outcome"] for k in ("upload_saving", "upload_saving_with_indices", "round_trip_saving")] == [
+        "reproduced", "not reproduced", "not reproduced"]
