@@ -200,6 +200,16 @@ LEDGER = [
           settings=("uneven/mnist", "uneven/fashion_mnist", "iid/fashion_mnist"),
           note="test accuracy cannot tell unlearning from none: the detail gives FLZ without unlearning against the "
           "same bar; whether the client is forgotten is tested by unlearning_forgets and forgets_like_retraining"),
+    Claim("ll_lowest_other_splits", "We anticipate local learning's performance to be the lowest among the "
+          "frameworks", "§4.6, Figs. 4.3-4.4", "lowest accuracy of FLAvg, FLAvg(subset), FLZ, FLZ(unlearn) − "
+          "acc(ll) (the lowest of each seed; mean over seeds)", ">", settings=("uneven/mnist", "uneven/fashion_mnist",
+                                                                             "het/mnist", "het/fashion_mnist"),
+          modes=("full",), note="the sentence introduces all of §4.6's splits; ll_lowest reads it on the "
+          "homogeneous split"),
+    Claim("unlearn_close_to_subset_het", "FLZ(unlearn) achieves results comparable to retraining from scratch "
+          "(FLAvg(subset))", "Abstract; Fig. 4.3 (all five frameworks within 0.20-0.25)",
+          "acc(FLZ(unlearn)) − acc(FLAvg(subset)), complete heterogeneity", "≈", settings=_DATASETS,
+          modes=("full",), note="unlearn_close_to_subset reads the abstract on the other two splits"),
     Claim("het_like_local", "With every agent holding its own classes the FL task becomes almost as challenging as "
           "local training: all five frameworks score low", "§4.6, Fig. 4.3", "acc(FLAvg) − acc(ll), complete "
           "heterogeneity", "≈", settings=_DATASETS),
@@ -227,6 +237,11 @@ LEDGER = [
           "tasks when clients' data exhibited a slight degree of heterogeneity", "§4.6 conclusion, §5.1",
           "for FLZ and FLZ(unlearn), the smaller of: acc on slight heterogeneity − its best on the other splits",
           ">", settings=_DATASETS, note="the literal reading: accuracy"),
+    Claim("uneven_best_for_fl", "It's the slightly heterogeneous setup that stood out as the most conducive "
+          "environment for FL", "§4.6 (summation), Figs. 4.2-4.4", "acc(FLAvg) on slight heterogeneity − its best "
+          "on the other two splits", ">", settings=_DATASETS, modes=("full",),
+          note="uneven_highest_accuracy reads the same sentence's 'especially for our FL-Unlearning model' (FLZ "
+          "and FLZ(unlearn)); this reads 'for FL' on FLAvg"),
     # Does FLZ(unlearn) forget? (the thesis measures accuracy only; issue 24's verification)
     Claim("unlearning_forgets", "When an unlearning request arrives the server merely subtracts the portion of the "
           "target client from the global model, without its data: the approach solves the unlearning task",
@@ -925,6 +940,10 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
                  for vals in ([a[name] for a in by_split] for name in ("FLZ", "FLZ(unlearn)"))]
         return None if None in leads else min(leads)
 
+    def fl_uneven_lead(*by_split: dict) -> float | None:
+        vals = [a["FLAvg"] for a in by_split]
+        return None if None in vals else vals[2] - max(vals[:2])
+
     for ds in cfg.datasets:
         iid, het, uneven = ("iid", ds), ("het", ds), ("uneven", ds)
         if iid in acc:
@@ -942,18 +961,30 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
                 text = ", ".join(f"{k} {fmt(v)}" for k, v in b.items())
                 measure_seeds("het_band", band_distance, text, variant, het, softplus=softplus)
                 measure_seeds("het_unlearn_highest", unlearn_lead, text, variant, het, softplus=softplus)
+        for split in ("uneven", "het"):
+            if (split, ds) in acc:
+                measure_seeds("ll_lowest_other_splits", lowest_above_ll, accs(split, ds), f"{split}/{ds}",
+                              (split, ds))
+        if het in acc:
+            a = acc[het]
+            measure_seeds("unlearn_close_to_subset_het", gap("FLZ(unlearn)", "FLAvg(subset)"),
+                          f"FLZ(unlearn) {fmt(a['FLZ(unlearn)'])}, FLAvg(subset) {fmt(a['FLAvg(subset)'])}", ds, het)
         if uneven in acc:
             measure_seeds("uneven_level", farther_from_08, accs(*uneven), ds, uneven)
             measure_seeds("subset_above_flavg", gap("FLAvg(subset)", "FLAvg"), accs(*uneven), ds, uneven)
             measure_seeds("unlearn_above_flz", gap("FLZ(unlearn)", "FLZ"), accs(*uneven), ds, uneven)
             if iid in acc and het in acc:
-                text = ", ".join(f"{SPLIT_TITLES[s]} {fmt(g)}" for s, g in
-                                 bound_gaps(*(acc[(s, ds)] for s in SPLITS)).items())
-                measure_seeds("uneven_closest_to_bound", closest_to_bound, "gap to FLAvg(subset): " + text, ds,
-                              iid, het, uneven)
+                # the gaps as the value takes them: each seed's |gap|, then the mean over seeds (a gap of the seed
+                # means can point the other way)
+                per_seed = [bound_gaps(*accs_) for accs_ in zip(*(seed_accs(s, ds) for s in SPLITS))]
+                text = ", ".join(f"{SPLIT_TITLES[s]} {fmt(_mean([g[s] for g in per_seed]))}" for s in SPLITS)
+                measure_seeds("uneven_closest_to_bound", closest_to_bound,
+                              "|gap| to FLAvg(subset), mean over seeds: " + text, ds, iid, het, uneven)
                 text = "; ".join(f"{name}: " + ", ".join(f"{SPLIT_TITLES[s]} {fmt(acc[(s, ds)][name])}"
                                                          for s in SPLITS) for name in ("FLZ", "FLZ(unlearn)"))
                 measure_seeds("uneven_highest_accuracy", uneven_lead, text, ds, iid, het, uneven)
+                measure_seeds("uneven_best_for_fl", fl_uneven_lead, "FLAvg: " + ", ".join(
+                    f"{SPLIT_TITLES[s]} {fmt(acc[(s, ds)]['FLAvg'])}" for s in SPLITS), ds, iid, het, uneven)
     for key in claim["flz_close_to_flavg"].settings:
         split, ds = key.split("/")
         if (split, ds) in acc:
