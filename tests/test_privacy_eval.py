@@ -349,3 +349,17 @@ def test_large_noise_claim_compares_clipping_bounds_and_epsilon_reads_the_thesis
     assert written["value"] == pytest.approx((thesis_epsilon(0.4, cfg.delta) - 100) / 100)  # Table 4.4's σ, ours
     assert stated["value"] == pytest.approx((thesis_epsilon(0.1, cfg.delta) - 100) / 100)
     assert thesis_epsilon(0.4, cfg.delta) < 100 < thesis_epsilon(0.1, cfg.delta)  # the reading decides the verdict
+
+
+def test_fig_4_2s_sigma_ladder_and_the_median_bound_statements_are_read(tmp_path):
+    """Full mode reads Fig. 4.2's all-round claim on the rest of the card's σ ladder at C = 1 (σ = 0.001: the
+    all-round attack's MSE is 2.6x the one-round's, not reproduced) and §4.4.1's two sentences on the median bound
+    against C = 1, from the committed units by today's code."""
+    from helpers import assemble_committed_full
+
+    claims = {c["key"]: c for c in assemble_committed_full("privacy_eval", tmp_path).claims}
+    low = claims["all_round_beats_one_round_ladder/C = 1, σ = 0.001"]
+    assert low["value"] < -1 and low["outcome"] == "not reproduced"
+    small = claims["median_leaks_more_at_small_sigma/σ = 0.01"]
+    assert small["value"] > 5 and small["outcome"] == "reproduced" and "C = median, σ = 0.01" in small["detail"]
+    assert claims["median_leaks_more_at_small_sigma/σ = 0.001"]["outcome"] == "inconclusive"  # +0.28 dB
