@@ -363,3 +363,6 @@ def test_fig_4_2s_sigma_ladder_and_the_median_bound_statements_are_read(tmp_path
     small = claims["median_leaks_more_at_small_sigma/σ = 0.01"]
     assert small["value"] > 5 and small["outcome"] == "reproduced" and "C = median, σ = 0.01" in small["detail"]
     assert claims["median_leaks_more_at_small_sigma/σ = 0.001"]["outcome"] == "inconclusive"  # +0.28 dB
+    # the text's σC = 0.01 example step by step: C = 0.1 → 1 rises, C = 1 → 10 does not (−0.57 dB)
+    steps = [claims[f"larger_c_leaks_more_each_step/C = {a}"] for a in ("0.1 → 1", "1 → 10")]
+    assert steps[0]["outcome"] == "reproduced" and steps[1]["value"] < 0 and steps[1]["outcome"] == "inconclusive"
