@@ -729,3 +729,18 @@ def test_table_5_2s_row_and_column_optima_are_read_where_the_thesis_has_them(tmp
     row = claims["m_tcs = 70: best at m_e = 40"]  # ours: 0.7026 at m_e = 40, 0.7466 at m_e = 60
     assert row["value"] == pytest.approx(0.7026 - 0.7466) and row["outcome"] == "not reproduced"
     assert {c["outcome"] for c in claims.values()} == {"not reproduced", "inconclusive"}
+
+
+def test_the_gossip_gap_and_the_rho2_statements_are_read(tmp_path):
+    """§5.4.6 blames gossip's lower accuracy on its larger noise: the Non-Private pair has the same gap without noise
+    (the noise's part is under a point everywhere); §5.3's 'increasing either r_tcs or r_mer ... a smaller ρ2' holds
+    for m_e only on the card's graph."""
+    from helpers import assemble_committed_full
+
+    claims = {c["key"]: c for c in assemble_committed_full("adpdfl", tmp_path).claims}
+    parts = [claims[f"gossip_gap_is_noise/{d}, {p}"] for d in ("MNIST", "CIFAR-10") for p in ("IID", "non-IID")]
+    assert all(abs(c["value"]) < 0.01 and c["outcome"] == "inconclusive" for c in parts)
+    mnist = claims["gossip_gap_is_noise/MNIST, IID"]  # (0.7221 − 0.6307) − (0.7220 − 0.6375)
+    assert mnist["value"] == pytest.approx((0.7221 - 0.6307) - (0.7220 - 0.6375))
+    assert claims["rho2_falls_with_rates/m_tcs 70 → 90, m_e = 60"]["outcome"] == "not reproduced"
+    assert claims["rho2_falls_with_rates/m_e 30 → 60, m_tcs = 70"]["outcome"] == "reproduced"
