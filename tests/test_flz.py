@@ -500,5 +500,10 @@ def test_full_mode_reads_the_general_statements_on_every_split_they_cover(tmp_pa
     bound = claims["uneven_closest_to_bound/fashion_mnist"]
     gaps = dict(part.rsplit(" ", 1) for part in bound["detail"].split(": ", 1)[1].split(";")[0].split(", "))
     assert float(gaps["homogeneous split"]) > float(gaps["slight heterogeneity"]) and bound["value"] > 0
+    # Tables 4.5-4.6 in size: the thesis's +10.1-pp gain of unlearning and 21-pp range over the temperatures
+    gain, spread = claims["grid_unlearn_gain_value/mnist"], claims["temperature_range_value/mnist"]
+    assert gain["value"] < -0.09 and gain["outcome"] == "not reproduced" and "0.101" in gain["detail"]
+    assert spread["value"] < -0.15 and spread["outcome"] == "not reproduced" and "0.210" in spread["detail"]
     assert all("full" in c.modes and "quick" not in c.modes for c in LEDGER
-               if c.id in ("ll_lowest_other_splits", "unlearn_close_to_subset_het", "uneven_best_for_fl"))
+               if c.id in ("ll_lowest_other_splits", "unlearn_close_to_subset_het", "uneven_best_for_fl",
+                           "grid_unlearn_gain_value", "temperature_range_value"))

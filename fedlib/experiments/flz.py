@@ -292,6 +292,14 @@ LEDGER = [
           "range of acc(FLZ) over the 9 cells, single runs of one seed (with repeats: at each repeat seed, "
           "averaged over them) − its range over Fig. 4.6's seeds (noise at t1 = t2 = 1)", ">",
           settings=("mnist",)),
+    Claim("grid_unlearn_gain_value", "FLZ(unlearn) generally performs better than FLZ (Tables 4.5 and 4.6: by "
+          "+10.1 pp on average over the 9 cells)", "Tables 4.5, 4.6, §4.7", "mean over the 9 cells of acc(FLZ(unlearn)) "
+          "− acc(FLZ), ours − the tables'", "≈", settings=("mnist",), modes=("full",),
+          note="the size of the gain; grid_unlearn_above_flz reads its sign"),
+    Claim("temperature_range_value", "FLZ exhibits some degree of sensitivity to specific hyperparameter "
+          "configurations (Table 4.5: 0.5645-0.7743 over the temperatures)", "§5.1, Table 4.5",
+          "range of acc(FLZ) over the 9 cells, ours − Table 4.5's 0.2098", "≈", settings=("mnist",), modes=("full",),
+          note="the size of the sensitivity; temperature_sensitivity reads it against the seeds' spread"),
     Claim("grid_values", "Tables 4.5 and 4.6: accuracy of FLZ and FLZ(unlearn) per (t1, t2), mean of 5 runs",
           "Tables 4.5, 4.6", "mean over the 9 cells of |ours − paper|", "≈", settings=("FLZ", "FLZ(unlearn)"),
           modes=("full",)),
@@ -1047,6 +1055,14 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
         measure("temperature_sensitivity", value,
                 f"range over the cells {fmt(cell_range(mean))}{per_seed}, over the seeds {fmt(noise_range)}",
                 "mnist", samples)
+        paper_gain = _mean([T46[c][0] - T45[c][0] for c in cells if c in T45 and c in T46])
+        value, samples = grid_over_seeds(lambda g: diff(unlearn_gap(g), paper_gain))
+        measure("grid_unlearn_gain_value", value, f"mean gain: ours {fmt(unlearn_gap(mean))}, Tables 4.5-4.6 "
+                f"{fmt(paper_gain)}", "mnist", samples)
+        paper_range = max(T45[c][0] for c in cells if c in T45) - min(T45[c][0] for c in cells if c in T45)
+        value, samples = grid_over_seeds(lambda g: diff(cell_range(g), paper_range))
+        measure("temperature_range_value", value, f"FLZ's range over the cells: ours {fmt(cell_range(mean))}, "
+                f"Table 4.5 {fmt(paper_range)}", "mnist", samples)
         grid = mean  # the rest compares the paper's means with ours
         for name, paper in (("FLZ", T45), ("FLZ(unlearn)", T46)):
             ours = [grid[(name, *c)] for c in cells if c in paper]
