@@ -756,6 +756,13 @@ LEDGER = [
     Claim("nore2_improves", "The accuracy performance of Fed-nore-2 outperforms the plain DPFL when λ_nore2 is larger "
           "than zero (best at λ2 = 200: 96.3 %)", "Fig. 3.7", "best accuracy, Fed-nore-2 (ours, margin, λ2 = 200) − "
           "plain DPFL", ">", settings=(PAPER, OURS)),
+    Claim("nore2_improves_every_lambda", "The accuracy performance of Fed-nore-2 outperforms the plain DPFL when the "
+          "selected λ_nore2 is larger than zero", "Fig. 3.7 (λ2 = 0.1, 25, 200)", "best accuracy, Fed-nore-2 (ours, "
+          "margin) − plain DPFL, σ = 8", ">", settings=("λ2 = 0.1", "λ2 = 25"), modes=("full",),
+          note="the rest of Fig. 3.7's grid; nore2_improves reads λ2 = 200"),
+    Claim("nore1_large_lambda_no_better", "When λ_nore1 is getting larger, the performance is the same with the "
+          "plain DPFL and even worse", "Fig. 3.6 (λ1 = 25)", "best accuracy, Fed-nore-1 (ours, λ1 = 25) − plain "
+          "DPFL, σ = 8", "<", modes=("full",)),
     Claim("nore2_fewer_rounds", "Fed-nore-2 reaches plain DPFL's accuracy with fewer rounds: 95.8 % at round 38, "
           "saving up to 30 % (Table 3.3: 33 instead of 52 rounds)", "Fig. 3.7, Table 3.3",
           "1 − rounds Fed-nore-2 (ours, λ2 = 200) needs to reach plain DPFL's best accuracy / rounds plain DPFL "
@@ -783,6 +790,11 @@ LEDGER = [
           "accuracy of Fed-nore-2 (ours, λ2 = 200) over plain DPFL over the σ < 24 of the σ sweep (4 to 16)", ">",
           modes=("full",), note="every σ of the sweep below 24 must show the gain; quick mode's sweep (σ = 8 and "
           "40, one local epoch) has one such σ, and no sweep registers this claim yet: full mode only"),
+    Claim("nore1_beats_plain_large_sigma", "With a larger base noise variance and an optimal scaling factor, "
+          "Fed-nore-1 can perform much better than the plain DPFL", "Fig. 3.8, §3.3.3.1", "best accuracy, Fed-nore-1 "
+          "(ours, λ1 = 1) − plain DPFL, at the sweep's σ from 24 up", ">", settings=("σ = 24", "σ = 40"),
+          modes=("full",), note="the sweep runs λ1 = 1 only (Table 3.3's), not each σ's optimal λ1; "
+          "nore1_large_noise reads the same sentence as a difference of gains, which passes with both gains negative"),
     Claim("nore2_above_plain_at_large_sigma", "At a large σ, Fed-nore-2 is still better than the plain DPFL",
           "Fig. 3.9", "best accuracy, Fed-nore-2 (ours, λ2 = 200) − plain DPFL at σ = 40", ">"),
     Claim("nore1_above_nore2_at_large_sigma", "At a large σ, Fed-nore-2 performs worse than Fed-nore-1", "Fig. 3.9",
@@ -895,6 +907,13 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
         mlp.compare(res, claim["nore1_lambda1_best"], grid1.get(lam1),
                     mlp.top([v for lam, v in grid1.items() if lam != lam1]),
                     ", ".join(f"λ1 = {k:g}: {fmt(mlp.best(v))}" for k, v in grid1.items()))
+        plain = mlp.find("plain", main.sigma)
+        mlp.compare(res, claim["nore1_large_lambda_no_better"], grid1.get(25.0), plain,
+                    f"λ1 = 25: {fmt(mlp.best(grid1.get(25.0)))}, plain {fmt(mlp.best(plain))}")
+        for lam in (0.1, 25.0):
+            v = mlp.find("nore2", main.sigma, lam, scaled=scaled)
+            mlp.compare(res, claim["nore2_improves_every_lambda"], v, plain,
+                        f"λ2 = {lam:g}: {fmt(mlp.best(v))}, plain {fmt(mlp.best(plain))}", setting=f"λ2 = {lam:g}")
         grid2 = {lam: mlp.find("nore2", main.sigma, lam, scaled=scaled) for lam in (25.0, 200.0)}
         mlp.compare(res, claim["nore2_grows_with_lambda"], grid2[200.0], grid2[25.0],
                     ", ".join(f"λ2 = {k:g}: {fmt(mlp.best(v))}" for k, v in grid2.items()))
@@ -924,6 +943,11 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
         mlp.compare(res, claim["nore2_improves_below_24"], None if worst is None else below[worst]["nore2"],
                     None if worst is None else below[worst]["plain"],
                     "Fed-nore-2's gain: " + ", ".join(f"σ = {k:g}: {fmt(v)}" for k, v in gain2.items()))
+        for sigma in (24.0, 40.0):
+            v = _gain_variants(mlp, sigma, main.lr, scaled=False)
+            mlp.compare(res, claim["nore1_beats_plain_large_sigma"], v["nore1"], v["plain"],
+                        f"σ = {sigma:g}: Fed-nore-1 {fmt(mlp.best(v['nore1']))}, plain {fmt(mlp.best(v['plain']))}",
+                        setting=f"σ = {sigma:g}")
         mlp.compare(res, claim["nore2_above_plain_at_large_sigma"], at[40.0]["nore2"], at[40.0]["plain"], detail)
         mlp.compare(res, claim["nore1_above_nore2_at_large_sigma"], at[40.0]["nore1"], at[40.0]["nore2"], detail)
         lead = {sigma: _sub(mlp.best(at[sigma]["nore1"]), mlp.best(at[sigma]["nore2"]))
