@@ -602,7 +602,7 @@ def test_fig2_minima_carry_the_sampling_bound_of_the_selected_pair_for_one_seed_
 
 
 def _f3_rows(accs: dict[str, tuple[float, ...]]) -> list[dict]:
-    return [{"scheme": s, "request": r, "acc_forgotten": a, "total_rounds": 100 * r}
+    return [{"scheme": s, "request": r, "acc_forgotten": a, "total_rounds": 100 * r, "reached_target": 1.0}
             for s, per in accs.items() for r, a in enumerate(per, 1)]
 
 
@@ -624,8 +624,8 @@ def test_watermark_claims_carry_the_sampling_bound_of_their_items(items, close):
     success = {REMEMBERS: 0.99, FORGOT: 0.012, "SCRATCH": 0.013, "SIFU": 0.39, "SIFU (Ψ realised)": 0.13,
                "FINE-TUNING": 0.99, "FEDACCUM (prose)": 0.01, "FEDACCUM (code)": 0.99, "DP": 0.97}
     res = Results("sifu", "full", 0, {})
-    chapter._measure_f3(res, "mnist", chapter._by(_f3_rows(accs)), _v3_rows(success), items=items, triggered=9020,
-                        members=2250)
+    chapter._measure_f3(res, "mnist", chapter._by(_f3_rows(accs)), _v3_rows(success), [500], 10_000, items=items,
+                        triggered=9020, members=2250)
     close_entry = res.measured["wm_sifu_close_to_scratch/mnist"]
     assert close_entry["sampling"] == {"test_images": items, "accuracies": [*accs["SIFU"], *accs["SCRATCH"]],
                                        "weights": [1 / 3] * 3 + [-1 / 3] * 3}
@@ -638,8 +638,8 @@ def test_watermark_claims_carry_the_sampling_bound_of_their_items(items, close):
     assert res.claim("wm_sifu_close_to_scratch/mnist")["outcome"] == close
     assert res.claim("wm_finetuning_keeps_backdoor/mnist")["outcome"] == "reproduced"
     quick = Results("sifu", "quick", 0, {})  # quick mode: the same values, the verdict left to the seed sweep
-    chapter._measure_f3(quick, "mnist", chapter._by(_f3_rows(accs)), _v3_rows(success), items=items,
-                        triggered=9020, members=2250)
+    chapter._measure_f3(quick, "mnist", chapter._by(_f3_rows(accs)), _v3_rows(success), [500], 10_000,
+                        items=items, triggered=9020, members=2250)
     quick.evaluate(chapter.LEDGER)
     assert quick.claim("wm_sifu_close_to_scratch/mnist")["outcome"] == "reproduced"
     assert quick.claim("wm_sifu_close_to_scratch/mnist")["value"] == close_entry["value"]
@@ -688,3 +688,17 @@ def test_full_mode_runs_every_figure_on_the_papers_ten_seeds(tmp_path, mnist):
     chapter.run(dataclasses.replace(chapter.FULL, setups=chapter.FULL.setups[:1]), mode="full", units=units)
     for fig in ("F2", "F3", "F5", "F6"):
         assert {k for k in units.state if k.endswith(fig)} == {f"mnist/seed{s}/{fig}" for s in range(10)}, fig
+
+
+def test_figs_3_4s_capped_trainings_are_said_and_counted(tmp_path):
+    """§5: a* = 99.9 % is 'easier' to reach on the backdoored datasets; on MNIST our initial training and 10 of the
+    21 retrainings stop at N_max instead (not reproduced), and the rounds comparison of SIFU with SCRATCH says that
+    requests 1 and 2 are the cap's. From the committed units by today's code."""
+    from helpers import assemble_committed_full
+
+    claims = {c["key"]: c for c in assemble_committed_full("sifu", tmp_path).claims}
+    reached = claims["wm_target_reached/mnist"]
+    assert reached["value"] == pytest.approx(12 / 22 - 1) and reached["outcome"] == "not reproduced"
+    assert "N_0 = 10,000" in reached["detail"]
+    rounds = claims["wm_sifu_fewer_rounds/mnist"]
+    assert rounds["outcome"] == "inconclusive" and "request(s) 1, 2" in rounds["detail"]
