@@ -500,6 +500,9 @@ def test_full_mode_reads_the_general_statements_on_every_split_they_cover(tmp_pa
     bound = claims["uneven_closest_to_bound/fashion_mnist"]
     gaps = dict(part.rsplit(" ", 1) for part in bound["detail"].split(": ", 1)[1].split(";")[0].split(", "))
     assert float(gaps["homogeneous split"]) > float(gaps["slight heterogeneity"]) and bound["value"] > 0
+    # seed 184's forgotten agent (4) has π = 0 at the end on five of the six splits: eq. 3.13 subtracts nothing
+    noop = claims["forgotten_portion_exists/uneven/mnist"]
+    assert noop["value"] == pytest.approx(-0.2) and noop["outcome"] == "not reproduced" and "0.000" in noop["detail"]
     # Tables 4.5-4.6 in size: the thesis's +10.1-pp gain of unlearning and 21-pp range over the temperatures
     gain, spread = claims["grid_unlearn_gain_value/mnist"], claims["temperature_range_value/mnist"]
     assert gain["value"] < -0.09 and gain["outcome"] == "not reproduced" and "0.101" in gain["detail"]

@@ -251,6 +251,13 @@ LEDGER = [
           note="a claim about unlearning: with unlearning disabled the value is 0. On complete heterogeneity the "
           "held-out samples share the agent's classes, which retraining never sees, so no sample-level metric "
           "separates the controls there; forgets_own_classes tests it"),
+    Claim("forgotten_portion_exists", "When an unlearning request arrives the server merely subtracts the portion of "
+          "the target client from the global model", "Abstract, §5.1, eq. 3.13", "share of FLZ runs (one per seed) "
+          "whose forgotten agent still has a portion π_u > 0 in the final round − 1", "≈", unit="probability",
+          settings=tuple(f"{split}/{ds}" for split in ("iid", "het", "uneven") for ds in _DATASETS), kind="fact",
+          modes=("full",), note="where π_u = 0 (ReLU on ẑ, a dead contribution) eq. 3.13 subtracts nothing: "
+          "FLZ(unlearn) is FLZ, and what it 'forgot' the training never took in; such seeds count in every "
+          "forgetting claim as they are"),
     Claim("forgets_like_retraining", "It achieves results comparable to retraining from scratch without requiring "
           "the participation of the client to be unlearned", "Abstract, §5.1",
           "membership AUC of the forgotten agent's training samples, calibrated per sample by models trained "
@@ -1006,6 +1013,12 @@ def _measure(res: Results, cfg: FLZConfig, sanity: dict, frameworks: dict, verif
                           f"unlearning FLZ {fmt(a['FLZ'])} (difference {fmt(diff(a['FLZ'], a['FLAvg(subset)']))})",
                           key, (split, ds))
     _measure_forgetting(measure, frameworks, verified, fmt, diff, cfg)
+    for split, ds in frameworks:
+        finals = [_get(r["FLZ"], "shares", -1) for r in frameworks[(split, ds)]]
+        if f"{split}/{ds}" in claim["forgotten_portion_exists"].settings and finals and None not in finals:
+            portions = [sum(shares[k] for k in cfg.forget) for shares in finals]
+            measure("forgotten_portion_exists", statistics.fmean(p > 0 for p in portions) - 1,
+                    "final π_u per seed: " + ", ".join(f"{p:.3f}" for p in portions), f"{split}/{ds}")
 
     if grid:
         mean = {k: _mean(v) for k, v in grid.items()}
