@@ -323,9 +323,9 @@ def test_a_full_run_compares_two_runs_with_their_per_image_results(tmp_path):
     # TINY's Fed-nore-2 at σ = 40 and 64 diverges: no per-image results, the widest bound any dependence allows
     # (TINY's σ sweep below 24 is σ = 8 alone: 'Fed-nore-2 improves below σ = 24' reads the same pair there)
     assert set(paired) == {"nore1_improves/σ = 8", "nore2_improves/σ = 8", "nore2_beats_nore1/σ = 8",
-                           "nore2_improves_below_24"}
+                           "nore2_improves_below_24", "nore1_beats_plain_large_sigma/σ = 40"}
     assert paired["nore2_improves_below_24"] == paired["nore2_improves/σ = 8"]
-    assert len(pairs) == 7 and 0 < paired["nore1_improves/σ = 8"] < paired["nore2_improves/σ = 8"] < 1
+    assert len(pairs) == 8 and 0 < paired["nore1_improves/σ = 8"] < paired["nore2_improves/σ = 8"] < 1
     assert pairs["nore2_improves/σ = 8"]["accuracies"][1] == pairs["nore1_improves/σ = 8"]["accuracies"][1]
     # a difference of two gains combines four runs: Fed-nore-1's kept their per-image results (exact bound),
     # Fed-nore-2's at σ = 40 diverged (the bound without them)
