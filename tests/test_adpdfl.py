@@ -722,7 +722,8 @@ def test_table_5_2s_row_and_column_optima_are_read_where_the_thesis_has_them(tmp
 
     from fedlib.experiments.adpdfl import T52, T52_LINES
 
-    assert T52_LINES[0] == "m_tcs = 70: best at m_e = 40" and T52[(70, 40)] == max(T52[(70, e)] for e in (40, 50, 60))
+    assert T52_LINES["m_tcs = 70: best at m_e = 40"] == (((70, 40), (70, 50), (70, 60)), (70, 40))
+    assert T52[(70, 40)] == max(T52[(70, e)] for e in (40, 50, 60))
     claims = {c["setting"]: c for c in assemble_committed_full("adpdfl", tmp_path).claims
               if c["id"] == "t52_line_optima"}
     assert set(claims) == set(T52_LINES)

@@ -63,11 +63,15 @@ T52 = {(70, 40): 0.6261, (70, 50): 0.6103, (70, 60): 0.6105, (80, 40): 0.5821, (
        (90, 40): 0.5714, (90, 50): 0.6297, (90, 60): 0.6266}
 T53 = {(60, 30): 0.2572, (60, 40): 0.2842, (60, 50): 0.3058, (70, 30): 0.2564, (70, 40): 0.2917, (70, 50): 0.3017,
        (80, 30): 0.2661, (80, 40): 0.2830, (80, 50): 0.3003, (90, 30): 0.2717, (90, 40): 0.2974, (90, 50): 0.3042}
-#: Table 5.2's rows and columns, each named with the cell where the thesis's accuracy is highest
-T52_LINES = tuple(f"m_tcs = {m}: best at m_e = {max((e for mm, e in T52 if mm == m), key=lambda e: T52[(m, e)])}"
-                  for m in sorted({m for m, _ in T52})) + tuple(
-    f"m_e = {e}: best at m_tcs = {max((m for m, ee in T52 if ee == e), key=lambda m: T52[(m, e)])}"
-    for e in sorted({e for _, e in T52}))
+#: Table 5.2's rows and columns, each named with the cell where the thesis's accuracy is highest -> that line's
+#: cells and the thesis's best of them, as (m_tcs, m_e)
+T52_LINES: dict[str, tuple[tuple[tuple[int, int], ...], tuple[int, int]]] = {
+    **{f"m_tcs = {m}: best at m_e = {max((c for c in T52 if c[0] == m), key=T52.get)[1]}":
+       (tuple(c for c in T52 if c[0] == m), max((c for c in T52 if c[0] == m), key=T52.get))
+       for m in sorted({m for m, _ in T52})},
+    **{f"m_e = {e}: best at m_tcs = {max((c for c in T52 if c[1] == e), key=T52.get)[0]}":
+       (tuple(c for c in T52 if c[1] == e), max((c for c in T52 if c[1] == e), key=T52.get))
+       for e in sorted({e for _, e in T52})}}
 #: eq. 5.5 evaluated independently of fedlib: σ² (ε = 8, δ = 1e-5, M = m = 100), for (protocol, T, m_tcs, m_e, ε)
 SIGMA2 = {("pseudo_central", 20, 70, None, 8.0): 0.00333, ("pseudo_central", 50, 70, None, 8.0): 0.00831,
           ("pseudo_central", 20, 70, None, 1.0): 0.16482, ("pseudo_central", 20, 70, None, 16.0): 0.00105,
@@ -75,9 +79,9 @@ SIGMA2 = {("pseudo_central", 20, 70, None, 8.0): 0.00333, ("pseudo_central", 50,
           ("gossip", 50, 60, 30, 8.0): 0.1832, ("gossip", 50, 70, 30, 8.0): 0.2494, ("gossip", 50, 90, 60, 8.0): 0.8246}
 #: reference values computed independently of fedlib: mean ρ2 of five random-offset graphs, (m_tcs, m_e) -> ρ2
 RHO2 = {(70, 30): 0.28, (70, 40): 0.23, (70, 50): 0.16, (70, 60): 0.09, (90, 30): 0.31, (90, 60): 0.16}
-#: the rate steps of the ρ2 statement: ((m_tcs, m_e) before, after)
-RHO2_STEPS = ("m_tcs 70 → 90, m_e = 30", "m_tcs 70 → 90, m_e = 60", "m_e 30 → 60, m_tcs = 70",
-              "m_e 30 → 60, m_tcs = 90")
+#: the rate steps of the ρ2 statement -> ((m_tcs, m_e) before, after)
+RHO2_STEPS = {"m_tcs 70 → 90, m_e = 30": ((70, 30), (90, 30)), "m_tcs 70 → 90, m_e = 60": ((70, 60), (90, 60)),
+              "m_e 30 → 60, m_tcs = 70": ((70, 30), (70, 60)), "m_e 30 → 60, m_tcs = 90": ((90, 30), (90, 60))}
 MODELS = {"mnist": "mlp", "cifar10": "cnn_adpdfl"}
 IMAGES = {"mnist": 60_000, "cifar10": 50_000}  # training images of the official splits
 NAMES = {"mnist": "MNIST", "cifar10": "CIFAR-10", "iid": "IID", "non-iid": "non-IID",
@@ -671,7 +675,7 @@ LEDGER = [
     Claim("t52_line_optima", "Table 5.2 shows that for every m_tcs, there is an optimal number of m_e to achieve "
           "the best accuracy performance and vice versa", "Table 5.2, §5.4.4", "final acc of the table's best cell "
           "in the row (or column) − the best final acc of the line's other cells, gossip non-IID MNIST", ">",
-          settings=T52_LINES, modes=("full",),
+          settings=tuple(T52_LINES), modes=("full",),
           note="every line has a best cell, so the sentence is read as the table's: each row's and column's optimum "
                "sits where the thesis's does (ours)"),
     Claim("cifar10_m_tcs_increases", "An increase in accuracy performance when m_tcs increases from 20 to 60",
@@ -724,7 +728,7 @@ LEDGER = [
     Claim("rho2_falls_with_rates", "If increasing either r_tcs or r_mer, the connectivity of the transmitting graph "
           "of each round also increases (a smaller ρ2)", "§5.3 (after Theorem 9)", "relative fall of ρ2 "
           "(1 − ρ2 after / ρ2 before) of the TPS graphs, mean of 5 draws", ">", unit="relative",
-          settings=RHO2_STEPS, modes=("full",),
+          settings=tuple(RHO2_STEPS), modes=("full",),
           note="the thesis does not give its graph; ours is the card's random-offset regular graph (7.8), which "
                "the card already found to rise slightly with r_tcs at fixed m_e"),
     Claim("bound_tradeoff", "Theorem 9: a client-sampling error that falls and a privacy error that rises with the "
@@ -888,13 +892,9 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
     measure("t52_best_cell", "", spread(t52, "(90, 50)") if full_t52 else None, t52)
     measure("t52_values", "", (lambda: sum(abs(acc(s) - T52[(s.m_tcs, s.m_e)]) for s in t52.values()) / len(t52))
             if full_t52 else None, t52, weights=None)
-    for line in T52_LINES:
-        fixed, best = (int(part.rsplit(" ", 1)[1]) for part in line.split(": "))
-        by_row = line.startswith("m_tcs")
-        cells = {(f"m_e = {e}" if by_row else f"m_tcs = {m}"): t52.get(f"({m}, {e})") for m, e in T52
-                 if (m if by_row else e) == fixed}
-        named = f"m_e = {best}" if by_row else f"m_tcs = {best}"
-        measure("t52_line_optima", line, spread(cells, named) if full_t52 else None, cells)
+    for line, (members, best) in T52_LINES.items():
+        cells = {f"({m}, {e})": t52.get(f"({m}, {e})") for m, e in members}
+        measure("t52_line_optima", line, spread(cells, str(best)) if full_t52 else None, cells)
 
     # Figs. 5.9-5.12, 5.14 and Table 5.3 (CIFAR-10)
     pc = by(cfg.cifar_m_tcs_iid, lambda m: Spec("cifar10", "iid", "ADPDFL", m_tcs=m, rounds=long))
@@ -950,12 +950,7 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
                     f"σ = {p['sigma']:.4g}, T = {s.rounds}, n_i = {n}: claimed ε = {s.epsilon:g} (thesis's "
                     f"convention); without the m² factor {p['epsilon_no_anonymity']:.4g}; as run "
                     f"{p['epsilon_as_run']:.4g}", setting=setting)
-    for step in RHO2_STEPS:
-        moved, fixed = step.split(", ")
-        name, change = moved.split(" ", 1)
-        a, b = (int(v) for v in change.split(" → "))
-        other = int(fixed.split(" = ")[1])
-        before, after = ((a, other), (b, other)) if name == "m_tcs" else ((other, a), (other, b))
+    for step, (before, after) in RHO2_STEPS.items():
         rho = {cell: _rho2(*cell, res.seed) for cell in (before, after)}
         res.measure(claim["rho2_falls_with_rates"], 1 - rho[after] / rho[before],
                     f"ρ2 {rho[before]:.3f} at (m_tcs, m_e) = {before}, {rho[after]:.3f} at {after}", setting=step)
