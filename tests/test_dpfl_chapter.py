@@ -25,7 +25,7 @@ def test_full_mode_plans_one_unit_per_training_run_and_assembles_without_them(tm
     assert plan["done"] == 0 and plan["total"] == plan["not_run"] == runs + 2 + 1 + 1 + 1  # + anatomy, sensitivity,
     assert "1000/proposed LDP-FL" in plan["missing"] and "dpsgd" in plan["missing"]  # DP-SGD, audit
     assert all(row["ours"] is None for row in res.tables["T3.1"]["rows"])
-    training = [c for c in res.claims if c["id"] not in ("ldp_guarantee", "upload_saving")]
+    training = [c for c in res.claims if c["id"] not in ("ldp_guarantee", "upload_saving", "cdp_accountant_binds")]
     assert all(c["outcome"] in ("not run", "quick mode only") for c in training)
 
 
@@ -104,3 +104,19 @@ def test_table_3_1s_dp_sgd_row_and_fig_3_5s_top_10_at_1000_clients_are_read(tmp_
     # §3.2.2.1's "reaches 96.31 %" is a final accuracy (Table 3.1's 96.3 % the maximum): 0.9552 after 52 rounds
     final = claims["proposed_final_value"]
     assert final["value"] == pytest.approx(0.9552 - 0.9631) and final["outcome"] == "inconclusive"
+
+
+def test_the_cdp_accountant_binds_in_the_thesis_accounting_and_the_ldp_one_as_run(tmp_path):
+    """§3.2.2.2: 'the FL always stops when the CDP accountant exceeds the privacy budget' (ε = 8 for both tracks).
+    In the thesis's convention the LDP track has spent ε = 0.718 (100 clients, 11 rounds) and 0.488 (1,000 clients,
+    54 rounds) when the CDP budget stops: reproduced. As run (one client's clipped uploads, noise σC/n_i) the LDP
+    track's ε is above 4.9e5 after its first uploads: the LDP accountant would stop first, not reproduced."""
+    from helpers import assemble_committed_full
+
+    claims = {c["key"]: c for c in assemble_committed_full("dpfl", tmp_path).claims}
+    key = "cdp_accountant_binds/{} clients, {}"
+    for n, eps in (("100", 0.718), ("1,000", 0.488)):
+        thesis, as_run = claims[key.format(n, "the thesis's convention")], claims[key.format(n, "as run")]
+        assert thesis["value"] == pytest.approx(1 - eps / 8, abs=1e-3) and thesis["outcome"] == "reproduced"
+        assert as_run["value"] < -4.9e5 / 8 and as_run["outcome"] == "not reproduced"
+        assert "most frequent participant" in as_run["detail"] and "q = 1/M" in thesis["detail"]
