@@ -238,13 +238,17 @@ def _three(prefix: str, group: str, sigma: float, lr: float, rounds: int, lam: t
                     paper_lam=lam[1], group=group)]
 
 
+def budget_rounds(r: TrackRun, sigma: float) -> int:
+    """Rounds SWEEP_BUDGET allows at ``sigma`` (σ = 4: 12, σ = 6: 28, σ = 8: 52), or the track's rounds + 1 where
+    it allows more than the track runs."""
+    return rounds_within_budget(noise_multiplier=sigma, sample_rate=1 / r.num_clients,
+                                steps_per_round=r.clients_per_round, budget=SWEEP_BUDGET, orders=DEFAULT_ORDERS,
+                                max_rounds=r.num_rounds + 1)
+
+
 def sweep_rounds(r: TrackRun, sigma: float) -> int:
-    """Rounds of a σ-sweep run: the track's, or fewer if SWEEP_BUDGET runs out first (σ = 4: 12, σ = 6: 28)."""
-    if not r.sweep_budget:
-        return r.num_rounds
-    return min(r.num_rounds, rounds_within_budget(noise_multiplier=sigma, sample_rate=1 / r.num_clients,
-                                                  steps_per_round=r.clients_per_round, budget=SWEEP_BUDGET,
-                                                  orders=DEFAULT_ORDERS, max_rounds=r.num_rounds + 1))
+    """Rounds of a σ-sweep run: the track's, or fewer if SWEEP_BUDGET runs out first."""
+    return min(r.num_rounds, budget_rounds(r, sigma)) if r.sweep_budget else r.num_rounds
 
 
 def variants(r: TrackRun) -> list[Variant]:
@@ -390,12 +394,13 @@ def _sub(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
 
 
-def _fewer_rounds(variant: RunSummary | None, plain: RunSummary | None,
-                  test_images: int) -> tuple[float | None, str, tuple[float, float] | None]:
+def _fewer_rounds(variant: RunSummary | None, plain: RunSummary | None, test_images: int,
+                  budget: int | None = None) -> tuple[float | None, str, tuple[float, float] | None]:
     """1 − (rounds the variant needs to reach plain DPFL's best accuracy) / (rounds plain DPFL needs): the share of
     rounds saved. A variant that has not reached it when its run ended counts as one round more than the longer of
     the two runs (censored: it might get there later); one that diverged never will, and gets −1 (−100 %), a floor
-    that stands for "never", however few rounds it ran.
+    that stands for "never", however few rounds it ran. So does one that ran all the ``budget`` rounds the privacy
+    budget allows (Table 3.3: 52 at σ = 8) without reaching it: the budget gives it no round more.
 
     Whether the variant reached plain DPFL's accuracy in a round is a difference of two models' accuracies on the
     ``test_images`` test images: the third element is the share saved with the variant's target raised and lowered
@@ -405,12 +410,13 @@ def _fewer_rounds(variant: RunSummary | None, plain: RunSummary | None,
         return None, "not run yet", None
     target = plain.best_accuracy
     own = rounds_to_reach(plain, target)
+    spent = budget is not None and variant.rounds_completed >= budget
 
     def saved(goal: float) -> float:
         needed = rounds_to_reach(variant, goal)
         if needed is not None:
             return 1 - needed / own
-        if variant.diverged:
+        if variant.diverged or spent:
             return -1.0
         return 1 - (max(variant.rounds_completed, plain.rounds_completed) + 1) / own
 
@@ -424,6 +430,9 @@ def _fewer_rounds(variant: RunSummary | None, plain: RunSummary | None,
     if variant.diverged:
         return -1.0, (f"{reached}; the variant diverged after {variant.rounds_completed} round(s) and never does "
                       "(counted as −100 %)"), interval
+    if spent:
+        return -1.0, (f"{reached}; the variant not within the {budget} rounds the privacy budget allows: never "
+                      f"under the budget (counted as −100 %){bound}"), interval
     used = max(variant.rounds_completed, plain.rounds_completed) + 1
     return (saved(target), f"{reached}; the variant not within its {variant.rounds_completed} rounds (counted as "
             f"{used}){bound}", interval)
@@ -767,6 +776,10 @@ LEDGER = [
           "saving up to 30 % (Table 3.3: 33 instead of 52 rounds)", "Fig. 3.7, Table 3.3",
           "1 − rounds Fed-nore-2 (ours, λ2 = 200) needs to reach plain DPFL's best accuracy / rounds plain DPFL "
           "needs", ">", unit="relative", settings=(PAPER, OURS)),
+    Claim("nore1_fewer_rounds", "Fed-nore-1 reaches plain DPFL's accuracy in fewer rounds (Table 3.3: 42 instead "
+          "of 52, MLP)", "Table 3.3", "1 − rounds Fed-nore-1 (ours, λ1 = 1) needs to reach plain DPFL's best "
+          "accuracy / rounds plain DPFL needs, MLP, σ = 8", ">", unit="relative", modes=("full",),
+          note="the CNN row's 49 instead of 52 (6 %) is below the 10 % a relative change must reach to count"),
     Claim("nore2_beats_nore1", "Fed-nore-2 provides a much better accuracy performance compared with Fed-nore-1 "
           "(96.7 % vs 96.4 %)", "Table 3.3, §3.3.3.3", "best accuracy, Fed-nore-2 (λ2 = 200) − Fed-nore-1 "
           "(λ1 = 1), ours", ">", settings=(PAPER, OURS)),
@@ -898,8 +911,13 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
             shown = ", ".join(f"{k} {fmt(mlp.best(x))}" for k, x in v.items())
             mlp.compare(res, claim["nore1_improves"], v["nore1"], v["plain"], shown, setting=setting)
             mlp.compare(res, claim["nore2_improves"], v["nore2"], v["plain"], shown, setting=setting)
-            value, detail, interval = _fewer_rounds(mlp.run(v["nore2"]), mlp.run(v["plain"]), tests["mlp"])
+            budget = budget_rounds(mlp.r, sigma) if setting == PAPER else None  # ours: σ = 64 has no budget
+            value, detail, interval = _fewer_rounds(mlp.run(v["nore2"]), mlp.run(v["plain"]), tests["mlp"], budget)
             res.measure(claim["nore2_fewer_rounds"], value, detail, setting=setting, interval=interval)
+            if setting == PAPER:
+                value, detail, interval = _fewer_rounds(mlp.run(v["nore1"]), mlp.run(v["plain"]), tests["mlp"],
+                                                        budget)
+                res.measure(claim["nore1_fewer_rounds"], value, detail, interval=interval)
             mlp.compare(res, claim["nore2_beats_nore1"], v["nore2"], v["nore1"], shown, setting=setting)
         main = mlp.r
         scaled = main.lam_scale != (1.0, 1.0)
@@ -989,7 +1007,7 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
                             f"Fed-nore-1 {fmt(g['nore1'])}")
                 value, detail, interval = _fewer_rounds(
                     cnn.run(cnn.find("nore2", PAPER_SIGMA, lam2, scaled=False)), cnn.run(cnn.find("plain", PAPER_SIGMA)),
-                    tests["cnn"])
+                    tests["cnn"], budget_rounds(cnn.r, PAPER_SIGMA))
                 res.measure(claim["nore2_cnn_fewer_rounds"], value, detail, interval=interval)
             if lr != 0.1:
                 cnn.compare(res, claim["nore2_cnn_small_lr" if lr < 0.1 else "nore2_cnn_large_lr"], v["nore2"],
