@@ -121,7 +121,7 @@ def test_bad_lambdas_are_refused():
 
 
 def test_rounds_to_reach_the_first_round_at_or_above_the_target():
-    from fedlib.experiments.fednore import rounds_to_reach
+    from fedlib.experiments.common import rounds_to_reach
     from fedlib.fl import RunResult
 
     out = RunResult(torch.zeros(1), [{"round": r, "accuracy": a} for r, a in [(1, 0.5), (2, 0.8), (3, 0.7), (4, 0.9)]],
@@ -131,24 +131,24 @@ def test_rounds_to_reach_the_first_round_at_or_above_the_target():
 
 def test_a_variant_that_never_reaches_plain_dpfl_saved_no_rounds():
     """The full run's Fed-nore-2 (λ2 = 200) diverged in round 1: it must not count as reaching the target in round 1."""
-    from fedlib.experiments.fednore import _fewer_rounds
+    from fedlib.experiments.common import rounds_saved
     from fedlib.fl.engine import RunSummary
 
     plain = RunSummary([{"round": r, "accuracy": 0.5 + r / 100} for r in range(1, 41)], 40, 0.0)
     faster = RunSummary([{"round": r, "accuracy": 0.5 + r / 50} for r in range(1, 41)], 40, 0.0)
     diverged = RunSummary([{"round": 1, "accuracy": 0.09}], 0, 0.0, diverged=True)
     short = RunSummary([{"round": r, "accuracy": 0.6} for r in range(1, 11)], 10, 0.0)
-    assert _fewer_rounds(faster, plain, 10_000)[0] == pytest.approx(1 - 20 / 40)
-    value, detail, interval = _fewer_rounds(diverged, plain, 10_000)
+    assert rounds_saved(faster, plain, 10_000)[0] == pytest.approx(1 - 20 / 40)
+    value, detail, interval = rounds_saved(diverged, plain, 10_000)
     assert value == -1.0 and "diverged after 0 round(s)" in detail and interval == (-1.0, -1.0)
-    assert _fewer_rounds(short, plain, 10_000)[0] == pytest.approx(1 - 41 / 40)
-    assert _fewer_rounds(None, plain, 10_000) == (None, "not run yet", None)
+    assert rounds_saved(short, plain, 10_000)[0] == pytest.approx(1 - 41 / 40)
+    assert rounds_saved(None, plain, 10_000) == (None, "not run yet", None)
     # a variant that ran every round the privacy budget allows without reaching the target never does under it
     budget_end = RunSummary([{"round": r, "accuracy": 0.6} for r in range(1, 41)], 40, 0.0)
-    assert _fewer_rounds(budget_end, plain, 10_000)[0] == pytest.approx(1 - 41 / 40)  # no budget: censored
-    value, detail, _ = _fewer_rounds(budget_end, plain, 10_000, budget=40)
+    assert rounds_saved(budget_end, plain, 10_000)[0] == pytest.approx(1 - 41 / 40)  # no budget: censored
+    value, detail, _ = rounds_saved(budget_end, plain, 10_000, budget=40)
     assert value == -1.0 and "not within the 40 rounds the privacy budget allows" in detail
-    assert _fewer_rounds(short, plain, 10_000, budget=40)[0] == pytest.approx(1 - 41 / 40)  # stopped before it
+    assert rounds_saved(short, plain, 10_000, budget=40)[0] == pytest.approx(1 - 41 / 40)  # stopped before it
 
 
 def test_fed_nore_1_rounds_of_table_3_3_are_read_with_the_budget(tmp_path):
@@ -173,13 +173,14 @@ def test_rounds_saved_must_hold_at_both_ends_of_the_targets_sampling_bound():
     rounds saved is read again, and a full-mode verdict must hold at both ends. The full run's MNIST CNN as measured:
     plain DPFL's best 0.9851 in its last round (52), Fed-nore-2 first at or above it in round 39 (0.9853) but never
     0.40 pp above: +25 % saved, yet inconclusive (the variant may not truly reach it within the budget)."""
-    from fedlib.experiments.fednore import LEDGER, _fewer_rounds
+    from fedlib.experiments.common import rounds_saved
+    from fedlib.experiments.fednore import LEDGER
     from fedlib.fl.engine import RunSummary
     from fedlib.results import Results
 
     plain = RunSummary([{"round": r, "accuracy": 0.5 + r / 100} for r in range(1, 41)], 40, 0.0)
     faster = RunSummary([{"round": r, "accuracy": 0.5 + r / 50} for r in range(1, 41)], 40, 0.0)
-    value, detail, interval = _fewer_rounds(faster, plain, 10_000)
+    value, detail, interval = rounds_saved(faster, plain, 10_000)
     assert interval == pytest.approx((1 - 21 / 40, 1 - 20 / 40)) and "the target ±1.04 pp" in detail
     cnn_plain = RunSummary([{"round": r, "accuracy": 0.9800 + 0.0051 * (r == 52)} for r in range(1, 53)], 52, 0.0)
     cnn_nore2 = RunSummary([{"round": r, "accuracy": 0.9853 if r >= 39 else 0.9700} for r in range(1, 53)], 52, 0.0)
@@ -187,7 +188,7 @@ def test_rounds_saved_must_hold_at_both_ends_of_the_targets_sampling_bound():
     verdicts = {}
     for name, variant in (("cnn", cnn_nore2), ("clear", faster)):
         for mode in ("full", "quick"):
-            value, detail, interval = _fewer_rounds(variant, cnn_plain if name == "cnn" else plain, 10_000)
+            value, detail, interval = rounds_saved(variant, cnn_plain if name == "cnn" else plain, 10_000)
             res = Results("fednore", mode, 0, {})
             res.measure(claim, value, detail, interval=interval)
             res.evaluate(LEDGER)

@@ -1,4 +1,5 @@
-"""Helpers shared by the chapter experiments: building a federation and a fresh model."""
+"""Helpers shared by the chapter experiments: building a federation and a fresh model, and reading the rounds a run
+needs to reach another's accuracy."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from fedlib.data.partition import partition
 from fedlib.fl.client import LocalSGD, LocalTrainer
 from fedlib.fl.engine import RunSummary
 from fedlib.fl.params import get_flat
+from fedlib.ledger import sampling_halfwidth
 from fedlib.models import build_model
 from fedlib.rng import make_generator
 from fedlib.units import Units
@@ -123,3 +125,53 @@ def device() -> str:
     if choice == "cuda" and not torch.cuda.is_available():
         raise ValueError("FEDLIB_DEVICE=cuda but torch sees no CUDA device")
     return "cuda" if choice == "cuda" or (choice == "auto" and torch.cuda.is_available()) else "cpu"
+
+
+def rounds_to_reach(out: RunSummary, target: float) -> int | None:
+    """The first round whose test accuracy is >= ``target`` (None if never)."""
+    return next((int(m["round"]) for m in out.metrics if m["accuracy"] >= target - 1e-12), None)
+
+
+def rounds_saved(variant: RunSummary | None, plain: RunSummary | None, test_images: int, budget: int | None = None,
+                 *, reference: str = "plain DPFL") -> tuple[float | None, str, tuple[float, float] | None]:
+    """1 − (rounds the variant needs to reach ``plain``'s best accuracy) / (rounds ``plain`` needs): the share of
+    rounds saved (``reference``: what the detail calls ``plain``). A variant that has not reached it when its run
+    ended counts as one round more than the longer of the two runs (censored: it might get there later); one that
+    diverged never will, and gets −1 (−100 %), a floor that stands for "never", however few rounds it ran. So does
+    one that ran all the ``budget`` rounds the privacy budget allows (Table 3.3: 52 at σ = 8) without reaching it:
+    the budget gives it no round more.
+
+    Whether the variant reached the target in a round is a difference of two models' accuracies on the
+    ``test_images`` test images: the third element is the share saved with the variant's target raised and lowered
+    by that difference's sampling bound (:func:`fedlib.ledger.sampling_halfwidth`, the widest any dependence allows:
+    the units keep no per-image results of every round), for the verdict to hold at both ends."""
+    if variant is None or plain is None:
+        return None, "not run yet", None
+    target = plain.best_accuracy
+    own = rounds_to_reach(plain, target)
+    spent = budget is not None and variant.rounds_completed >= budget
+
+    def saved(goal: float) -> float:
+        needed = rounds_to_reach(variant, goal)
+        if needed is not None:
+            return 1 - needed / own
+        if variant.diverged or spent:
+            return -1.0
+        return 1 - (max(variant.rounds_completed, plain.rounds_completed) + 1) / own
+
+    halfwidth = sampling_halfwidth(test_images, (target, target))
+    interval = (saved(target + halfwidth), saved(target - halfwidth))
+    reached = f"{reference} reaches {target:.4f} at round {own}"
+    needed = rounds_to_reach(variant, target)
+    bound = f"; the target ±{halfwidth * 100:.2f} pp ({test_images:,} test images, one-sided 99 %)"
+    if needed is not None:
+        return 1 - needed / own, f"{reached}; the variant at round {needed}{bound}", interval
+    if variant.diverged:
+        return -1.0, (f"{reached}; the variant diverged after {variant.rounds_completed} round(s) and never does "
+                      "(counted as −100 %)"), interval
+    if spent:
+        return -1.0, (f"{reached}; the variant not within the {budget} rounds the privacy budget allows: never "
+                      f"under the budget (counted as −100 %){bound}"), interval
+    used = max(variant.rounds_completed, plain.rounds_completed) + 1
+    return (saved(target), f"{reached}; the variant not within its {variant.rounds_completed} rounds (counted as "
+            f"{used}){bound}", interval)

@@ -44,13 +44,13 @@ from fedlib.algorithms.fednore import (
 from fedlib.data.datasets import blocking_errors, pixel_source
 from fedlib.experiments.audit import add_audit_as_run
 from fedlib.experiments.common import Federation, checkpoint_path, device, fresh_model, make_federation, \
-    one_sample_neighbours, train_unit
+    one_sample_neighbours, rounds_saved, rounds_to_reach, train_unit
 from fedlib.experiments.dpfl import replacements
 from fedlib.fl import Algorithm, FLConfig, LocalSGD, LocalTrainer, RunSummary, evaluate, get_flat, layer_slices, \
     run_federated
 from fedlib.fl.client import cross_entropy
 from fedlib.fl.engine import disagreement, mean_square
-from fedlib.ledger import Claim, sampling_halfwidth
+from fedlib.ledger import Claim
 from fedlib.privacy import DEFAULT_ORDERS, PrivacyBudget, compute_rdp, noise_norm_ratio, rdp_to_epsilon
 from fedlib.results import Results
 from fedlib.rng import make_generator
@@ -282,11 +282,6 @@ def variants(r: TrackRun) -> list[Variant]:
     return out
 
 
-def rounds_to_reach(out: RunSummary, target: float) -> int | None:
-    """The first round whose test accuracy is >= ``target`` (None if never)."""
-    return next((int(m["round"]) for m in out.metrics if m["accuracy"] >= target - 1e-12), None)
-
-
 class _Track:
     """The runs of one track on its federation, each a unit."""
 
@@ -392,50 +387,6 @@ class _Track:
 
 def _sub(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
-
-
-def _fewer_rounds(variant: RunSummary | None, plain: RunSummary | None, test_images: int,
-                  budget: int | None = None) -> tuple[float | None, str, tuple[float, float] | None]:
-    """1 − (rounds the variant needs to reach plain DPFL's best accuracy) / (rounds plain DPFL needs): the share of
-    rounds saved. A variant that has not reached it when its run ended counts as one round more than the longer of
-    the two runs (censored: it might get there later); one that diverged never will, and gets −1 (−100 %), a floor
-    that stands for "never", however few rounds it ran. So does one that ran all the ``budget`` rounds the privacy
-    budget allows (Table 3.3: 52 at σ = 8) without reaching it: the budget gives it no round more.
-
-    Whether the variant reached plain DPFL's accuracy in a round is a difference of two models' accuracies on the
-    ``test_images`` test images: the third element is the share saved with the variant's target raised and lowered
-    by that difference's sampling bound (:func:`fedlib.ledger.sampling_halfwidth`, the widest any dependence allows:
-    the units keep no per-image results of every round), for the verdict to hold at both ends."""
-    if variant is None or plain is None:
-        return None, "not run yet", None
-    target = plain.best_accuracy
-    own = rounds_to_reach(plain, target)
-    spent = budget is not None and variant.rounds_completed >= budget
-
-    def saved(goal: float) -> float:
-        needed = rounds_to_reach(variant, goal)
-        if needed is not None:
-            return 1 - needed / own
-        if variant.diverged or spent:
-            return -1.0
-        return 1 - (max(variant.rounds_completed, plain.rounds_completed) + 1) / own
-
-    halfwidth = sampling_halfwidth(test_images, (target, target))
-    interval = (saved(target + halfwidth), saved(target - halfwidth))
-    reached = f"plain DPFL reaches {target:.4f} at round {own}"
-    needed = rounds_to_reach(variant, target)
-    bound = f"; the target ±{halfwidth * 100:.2f} pp ({test_images:,} test images, one-sided 99 %)"
-    if needed is not None:
-        return 1 - needed / own, f"{reached}; the variant at round {needed}{bound}", interval
-    if variant.diverged:
-        return -1.0, (f"{reached}; the variant diverged after {variant.rounds_completed} round(s) and never does "
-                      "(counted as −100 %)"), interval
-    if spent:
-        return -1.0, (f"{reached}; the variant not within the {budget} rounds the privacy budget allows: never "
-                      f"under the budget (counted as −100 %){bound}"), interval
-    used = max(variant.rounds_completed, plain.rounds_completed) + 1
-    return (saved(target), f"{reached}; the variant not within its {variant.rounds_completed} rounds (counted as "
-            f"{used}){bound}", interval)
 
 
 def run(config: FednoreConfig = QUICK, *, mode: str = "quick", seed: int = 0, progress: bool = False,
@@ -912,10 +863,10 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
             mlp.compare(res, claim["nore1_improves"], v["nore1"], v["plain"], shown, setting=setting)
             mlp.compare(res, claim["nore2_improves"], v["nore2"], v["plain"], shown, setting=setting)
             budget = budget_rounds(mlp.r, sigma) if setting == PAPER else None  # ours: σ = 64 has no budget
-            value, detail, interval = _fewer_rounds(mlp.run(v["nore2"]), mlp.run(v["plain"]), tests["mlp"], budget)
+            value, detail, interval = rounds_saved(mlp.run(v["nore2"]), mlp.run(v["plain"]), tests["mlp"], budget)
             res.measure(claim["nore2_fewer_rounds"], value, detail, setting=setting, interval=interval)
             if setting == PAPER:
-                value, detail, interval = _fewer_rounds(mlp.run(v["nore1"]), mlp.run(v["plain"]), tests["mlp"],
+                value, detail, interval = rounds_saved(mlp.run(v["nore1"]), mlp.run(v["plain"]), tests["mlp"],
                                                         budget)
                 res.measure(claim["nore1_fewer_rounds"], value, detail, interval=interval)
             mlp.compare(res, claim["nore2_beats_nore1"], v["nore2"], v["nore1"], shown, setting=setting)
@@ -1005,7 +956,7 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
             if lr == 0.1:
                 cnn.compare(res, claim["nore1_cnn_limited"], v["nore1"], v["plain"], f"plain {fmt(g['plain'])}, "
                             f"Fed-nore-1 {fmt(g['nore1'])}")
-                value, detail, interval = _fewer_rounds(
+                value, detail, interval = rounds_saved(
                     cnn.run(cnn.find("nore2", PAPER_SIGMA, lam2, scaled=False)), cnn.run(cnn.find("plain", PAPER_SIGMA)),
                     tests["cnn"], budget_rounds(cnn.r, PAPER_SIGMA))
                 res.measure(claim["nore2_cnn_fewer_rounds"], value, detail, interval=interval)
@@ -1024,7 +975,7 @@ def _measure(res: Results, cfg: FednoreConfig, tracks: dict[str, _Track], litera
         cifar.compare(res, claim["cifar_nore1_improves"], nv["Fed-nore-1"], pv, shown)
         cifar.compare(res, claim["cifar_nore2_improves"], nv["Fed-nore-2"], pv, shown)
         for setting, out in runs.items():
-            value, detail, interval = _fewer_rounds(out, plain, tests["cifar"])
+            value, detail, interval = rounds_saved(out, plain, tests["cifar"])
             res.measure(claim["cifar_fewer_rounds"], value, detail, setting=setting, interval=interval)
         mnist_gain = None if mlp is None else _gains(mlp, PAPER_SIGMA, mlp.r.lr, scaled=False)["nore2_gain"]
         res.measure(claim["cifar_gain_larger"], _sub(_sub(acc["Fed-nore-2"], p), mnist_gain),
