@@ -691,14 +691,15 @@ def test_full_mode_runs_every_figure_on_the_papers_ten_seeds(tmp_path, mnist):
 
 
 def test_figs_3_4s_capped_trainings_are_said_and_counted(tmp_path):
-    """§5: a* = 99.9 % is 'easier' to reach on the backdoored datasets; on MNIST our initial training and 10 of the
-    21 retrainings stop at N_max instead (not reproduced), and the rounds comparison of SIFU with SCRATCH says that
-    requests 1 and 2 are the cap's. From the committed units by today's code."""
+    """§5: a* = 99.9 % is 'easier' to reach on the backdoored datasets; on MNIST (seeds 0 and 1) both seeds' initial
+    trainings stop at N_max and, as the mean over the seeds, 13 of the 22 trainings (the initial one and 21 retrainings)
+    reach a* (not reproduced), and the rounds comparison of SIFU with SCRATCH says that requests 1 and 2 are the cap's.
+    From the committed units by today's code."""
     from helpers import assemble_committed_full
 
     claims = {c["key"]: c for c in assemble_committed_full("sifu", tmp_path).claims}
     reached = claims["wm_target_reached/mnist"]
-    assert reached["value"] == pytest.approx(12 / 22 - 1) and reached["outcome"] == "not reproduced"
-    assert "N_0 = 10,000" in reached["detail"]
+    assert reached["value"] == pytest.approx(13 / 22 - 1) and reached["outcome"] == "not reproduced"
+    assert "N_0 = 10,000, 10,000" in reached["detail"] and "13 of 22 trainings" in reached["detail"]
     rounds = claims["wm_sifu_fewer_rounds/mnist"]
     assert rounds["outcome"] == "inconclusive" and "request(s) 1, 2" in rounds["detail"]
