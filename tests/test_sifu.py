@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+from pathlib import Path
 
 import pytest
 import torch
@@ -694,12 +695,19 @@ def test_figs_3_4s_capped_trainings_are_said_and_counted(tmp_path):
     """§5: a* = 99.9 % is 'easier' to reach on the backdoored datasets; on MNIST (seeds 0 and 1) both seeds' initial
     trainings stop at N_max and, as the mean over the seeds, 13 of the 22 trainings (the initial one and 21 retrainings)
     reach a* (not reproduced), and the rounds comparison of SIFU with SCRATCH says that requests 1 and 2 are the cap's.
-    From the committed units by today's code."""
+    From the committed units of seeds 0 and 1 by today's code; with every committed seed, the detail lists one N_0 per
+    seed that ran Figs. 3-4."""
     from helpers import assemble_committed_full
 
-    claims = {c["key"]: c for c in assemble_committed_full("sifu", tmp_path).claims}
+    later_seeds = tuple(f"mnist_seed{s}_F3.json" for s in range(2, 10))
+    claims = {c["key"]: c for c in assemble_committed_full("sifu", tmp_path / "01", exclude=later_seeds).claims}
     reached = claims["wm_target_reached/mnist"]
     assert reached["value"] == pytest.approx(13 / 22 - 1) and reached["outcome"] == "not reproduced"
-    assert "N_0 = 10,000, 10,000" in reached["detail"] and "13 of 22 trainings" in reached["detail"]
+    assert "N_0 = 10,000, 10,000 (N_max" in reached["detail"] and "13 of 22 trainings" in reached["detail"]
     rounds = claims["wm_sifu_fewer_rounds/mnist"]
     assert rounds["outcome"] == "inconclusive" and "request(s) 1, 2" in rounds["detail"]
+
+    committed = len(list((Path(__file__).resolve().parents[1] / "results/full/sifu/units").glob("mnist_seed*_F3.json")))
+    detail = {c["key"]: c for c in assemble_committed_full("sifu", tmp_path / "all").claims}["wm_target_reached/mnist"]
+    initial = detail["detail"].split("N_0 = ")[1].split(" (N_max")[0]
+    assert len(initial.split(", ")) == committed, (initial, committed)
