@@ -10,12 +10,39 @@ lists, tuples and dicts only).
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from fedlib.fingerprint import ALGORITHM_VERSION, describe, difference, fingerprint
+
+
+#: seconds that loops resumed since the last :func:`take_resumed_seconds` had spent before their checkpoints
+_resumed_s = [0.0]
+
+
+class Clock:
+    """A resumable loop's wall time over all its calls: the ``elapsed_s`` kept in the state it resumed from (0 when
+    it starts afresh, or for a checkpoint written before 2026-12-04, which kept none) plus this call's. Save
+    :meth:`total` with the state as ``elapsed_s``; the earlier seconds also go to :func:`take_resumed_seconds`, so
+    the unit running the loop records the computation's whole time, not only its last call's."""
+
+    def __init__(self, state: dict[str, Any] | None) -> None:
+        self.earlier = float(state.get("elapsed_s", 0.0)) if state else 0.0
+        self.began = time.perf_counter()
+        _resumed_s[0] += self.earlier
+
+    def total(self) -> float:
+        """Seconds of the earlier calls up to their last checkpoint, plus this call's so far."""
+        return self.earlier + time.perf_counter() - self.began
+
+
+def take_resumed_seconds() -> float:
+    """The seconds that loops resumed since the last call had spent before their checkpoints (then reset to 0)."""
+    seconds, _resumed_s[0] = _resumed_s[0], 0.0
+    return seconds
 
 
 class CheckpointMismatch(ValueError):

@@ -7,7 +7,8 @@ Schema::
      "claims": [{"id", "setting", "key", "paper", "evidence", "metric", "direction", "unit", "margin", "kind",
                  "central", "note", "value", "detail", "outcome"}],
      "series": {"name": {"x": [...], "y": [...], "label": str}},
-     "units": {"done", "computed", "not_run", "blocked", "total", "seconds", "devices", "missing"}}
+     "units": {"done", "computed", "not_run", "blocked", "total", "seconds", "devices", "stopped_early",
+               "missing"}}
 
 Rows carry the paper's number beside ours (columns ``paper`` and ``ours``; None where a unit has not run yet);
 ``claims`` are the chapter's ledger (:mod:`fedlib.ledger`) evaluated on this run's measured values, one entry per

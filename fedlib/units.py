@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fedlib.checkpoint import identity
+from fedlib.checkpoint import identity, take_resumed_seconds
 from fedlib.fingerprint import difference
 
 
@@ -100,6 +100,8 @@ class Units:
         #: unit id -> the device it was computed on ("cpu" or "cuda")
         self.devices: dict[str, str] = {}
         self.blocked: dict[str, str] = {}
+        #: units whose training diverged and stopped early (their time prices no other unit; see estimate_left)
+        self.stopped_early: set[str] = set()
         self._asked: dict[str, tuple[str, dict[str, Any] | None]] = {}  # unit id -> (identity hash, result)
 
     def path(self, unit_id: str) -> Path | None:
@@ -141,25 +143,33 @@ class Units:
             self.state[unit_id] = "done"
             self.seconds[unit_id] = stored["elapsed_s"]
             self.devices[unit_id] = unit_device(stored)
+            self._note_stop(unit_id, stored["result"])
             return stored["result"]
         if self.plan_only or (self.budget is not None and not self.budget.allows(unit_id)):
             self.state[unit_id] = "not run"
             return None
+        take_resumed_seconds()
         began = time.perf_counter()
         result = compute()
-        elapsed = time.perf_counter() - began
+        resumed = take_resumed_seconds()  # a unit resumed from checkpoints took those calls' time too
+        elapsed = time.perf_counter() - began + resumed
         if self.budget is not None:
             self.budget.used += 1
         self.state[unit_id] = "computed"
         self.seconds[unit_id] = elapsed
+        self._note_stop(unit_id, result)
         environment = _environment()
         self.devices[unit_id] = environment["device"]
         path = self.path(unit_id)
         if path is not None:
             write_unit(path, {"chapter": self.chapter, "mode": self.mode, "seed": self.seed, "unit": unit_id,
-                              "identity": ident, "elapsed_s": elapsed, "environment": environment,
-                              "result": result})
+                              "identity": ident, "elapsed_s": elapsed, **({"resumed_s": resumed} if resumed else {}),
+                              "environment": environment, "result": result})
         return result
+
+    def _note_stop(self, unit_id: str, result: Any) -> None:
+        if isinstance(result, dict) and result.get("diverged"):
+            self.stopped_early.add(unit_id)
 
     def refresh(self) -> list[str]:
         """Forget the units that were not run when asked for but whose file, for the identity asked, exists now
@@ -190,6 +200,7 @@ class Units:
         return {"done": states.count("done") + states.count("computed"), "computed": states.count("computed"),
                 "not_run": states.count("not run"), "blocked": dict(self.blocked), "total": len(states),
                 "seconds": dict(self.seconds), "devices": dict(self.devices),
+                "stopped_early": sorted(self.stopped_early),
                 "missing": sorted(u for u, s in self.state.items() if s == "not run")}
 
 
@@ -289,19 +300,26 @@ def estimate_left(summary: dict[str, Any], device: str = "cpu") -> Estimate:
     because an id may name a setting before the method (Fed-nore's ``mlp/σ = 12: Fed-nore-1, λ1 = 1`` costs what
     Fed-nore-1 at σ = 10 cost, 3,593 s, not what Fed-nore-2 at σ = 12 cost when it diverged in round 1, 8 s).
 
+    A unit whose training diverged and stopped early (``stopped_early``) prices a missing unit only when no unit
+    that ran its course shares the missing one's first token: Fed-nore's ``cnn/LR 0.01: plain DPFL`` would
+    otherwise cost what ``cnn/LR 1: plain DPFL`` cost when it diverged in round 1 (225 s), not the 52 rounds
+    ``cnn/plain DPFL`` took (4,707 s).
+
     Where another device ran units more like the missing one than this device did, the price is scaled by that
     device's ratio: privacy evaluation's all-round attack at round 15 ran only on a GPU, where it took 3 times the
     one-round attack that the CPU ran, so the CPU price is 3 times the CPU's one-round time, not equal to it."""
-    devices = summary.get("devices", {})
+    devices, stopped = summary.get("devices", {}), set(summary.get("stopped_early", ()))
     by_device: dict[str, list[tuple[list[str], float]]] = {}
     for u, s in summary["seconds"].items():
-        if math.isfinite(s):
+        if math.isfinite(s) and u not in stopped:
             by_device.setdefault(devices.get(u, "cpu"), []).append((_id_tokens(u), s))
     here = by_device.pop(device, [])
+    here_stopped = [(_id_tokens(u), s) for u, s in summary["seconds"].items()
+                    if u in stopped and math.isfinite(s) and devices.get(u, "cpu") == device]
     total, estimated, unmeasured = 0.0, 0, 0
     for unit in summary["missing"]:
         tokens = _id_tokens(unit)
-        local = _most_like(tokens, here)
+        local = _most_like(tokens, here) or _most_like(tokens, here_stopped)
         if local is None:
             unmeasured += 1
             continue

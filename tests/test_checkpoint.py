@@ -117,3 +117,32 @@ def test_fingerprints_separate_what_differs_and_only_that():
     assert "2.0" in str(describe(lambda: sigma))  # captured values count
     assert difference(describe({"a": [1, 2]}), describe({"a": [1, 3]})) == "a[1]: 2 != 3"
     assert difference(describe(dp()), describe(dp())) is None
+
+
+def test_a_resumed_unit_records_the_time_of_every_call_not_only_the_last(small_fed, tmp_path):
+    """A unit resumed from a checkpoint took its earlier calls' time too: the checkpoint keeps the seconds spent up
+    to it (``elapsed_s``) and the unit file records them in its ``elapsed_s`` (and as ``resumed_s``), while the
+    run's own ``elapsed_s`` stays this call's."""
+    from fedlib.units import Units, load_unit, unit_filename
+
+    train, clients, test = small_fed
+    ckpt = tmp_path / "run.pt"
+
+    def stop(completed, row):
+        if completed == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_federated(mlp(), train, clients, test, cfg(), dp(), checkpoint=ckpt, callback=stop)
+    saved = torch.load(ckpt, weights_only=True)
+    assert saved["state"]["round"] == 2 and saved["state"]["elapsed_s"] > 0
+    saved["state"]["elapsed_s"] = 1000.0  # as if the first call had taken 1,000 s
+    save(ckpt, saved["identity"], saved["state"])
+    units = Units("fednore", "full", 0, folder=tmp_path / "units")
+    result = units.run("u", {"x": 1}, lambda: {
+        "elapsed_s": run_federated(mlp(), train, clients, test, cfg(), dp(), checkpoint=ckpt).elapsed_s})
+    unit = load_unit(tmp_path / "units" / unit_filename("u"))
+    assert result["elapsed_s"] < 1000 and unit["resumed_s"] == 1000.0
+    assert unit["elapsed_s"] == pytest.approx(1000.0 + result["elapsed_s"], abs=1.0)
+    fresh = Units("fednore", "full", 0, folder=tmp_path / "units").run("v", {"x": 2}, lambda: {"y": 0})
+    assert fresh == {"y": 0} and "resumed_s" not in load_unit(tmp_path / "units" / unit_filename("v"))

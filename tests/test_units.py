@@ -26,6 +26,14 @@ def test_a_unit_is_computed_once_and_read_back(tmp_path):
         other.run("a/b", {"sigma": 10}, compute)
 
 
+def test_a_unit_that_diverged_is_listed_as_stopped_early_computed_or_read_back(tmp_path):
+    for _ in range(2):
+        units = Units("fednore", "full", 0, folder=tmp_path)
+        units.run("cnn/LR 1", {"lr": 1}, lambda: {"diverged": True, "rounds_completed": 1})
+        units.run("cnn/LR 0.1", {"lr": 0.1}, lambda: {"diverged": False, "rounds_completed": 52})
+        assert units.summary()["stopped_early"] == ["cnn/LR 1"]
+
+
 def test_budget_and_plan_compute_nothing_beyond_their_limit(tmp_path):
     units = Units("sifu", "full", 0, folder=tmp_path, budget=Budget(units=1))
     assert units.run("u1", 1, lambda: {"x": 1}) == {"x": 1}
@@ -58,6 +66,12 @@ def test_the_estimate_prices_a_missing_unit_by_the_finished_units_most_like_it()
     fednore = {"mlp/σ = 10: Fed-nore-1, λ1 = 1": 3593.0, "mlp/σ = 12: Fed-nore-2 margin, λ2 = 200": 8.0,
                "mlp/σ = 12: plain DPFL": 342.0}
     assert estimate_left({"seconds": fednore, "missing": ["mlp/σ = 12: Fed-nore-1, λ1 = 1"]}) == Estimate(3593.0, 1, 0)
+    # a unit that diverged and stopped early prices nothing while a unit that ran its course shares the first token
+    cnn = {"cnn/LR 1: plain DPFL": 225.0, "cnn/plain DPFL": 4707.0, "gpu/x": 1.0}
+    stopped = {"seconds": cnn, "stopped_early": ["cnn/LR 1: plain DPFL", "gpu/x"],
+               "missing": ["cnn/LR 0.01: plain DPFL", "gpu/y"]}
+    assert estimate_left(stopped) == Estimate(4707.0 + 1.0, 2, 0)  # gpu/y: only a stopped unit is like it
+    assert estimate_left({**stopped, "stopped_early": []}) == Estimate(225.0 + 1.0, 2, 0)
     # equal shares: the longer common prefix decides (round 10's attack costs what round 10 cost)
     attack = {"attack/cosine/all-round/round10/part1": 75.0, "attack/cosine/all-round/round5/part2": 45.0}
     assert estimate_left({"seconds": attack, "missing": ["attack/cosine/all-round/round10/part2"]}) == \
@@ -199,3 +213,21 @@ def test_compare_units_reports_the_largest_difference_per_entry_and_refuses_two_
     assert (out["values"], out["only_in_one"]) == (2, 1)  # strings and bools are not compared
     with pytest.raises(SystemExit, match="different units"):
         compare(a, load_unit(tmp_path / "attack_b.json"))
+
+
+def test_a_full_run_blocked_by_missing_data_leaves_a_fuller_results_file_as_it_is(tmp_path, monkeypatch):
+    """FEDLIB_DATA unset or wrong: a full run blocks every setting at once; written over the committed results file
+    it would show the finished units as "not run yet". It stops with a message naming the blocked data and both
+    counts, and the file stays as it was."""
+    from torchvision import datasets as tv
+
+    from fedlib.experiments import run_chapter
+
+    monkeypatch.setattr(tv.MNIST, "download", lambda *a, **k: (_ for _ in ()).throw(OSError("offline")))
+    monkeypatch.setenv("FEDLIB_DATA", str(tmp_path / "empty"))
+    path = tmp_path / "full" / "fednore.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"chapter": "fednore", "mode": "full", "units": {"done": 42}}))
+    with pytest.raises(ValueError, match=r"assembles 0 finished unit\(s\) where .* has 42; that file was left"):
+        run_chapter("fednore", "full", out=tmp_path, budget=Budget(units=0))
+    assert json.loads(path.read_text())["units"] == {"done": 42}

@@ -9,7 +9,6 @@ DC's model is evaluated in batches with ``torch.func``; the run checkpoints and 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -263,7 +262,7 @@ def run_decentralized(model: nn.Module, train: Split, clients: Sequence[Tensor],
     if saved is not None:
         state = saved
 
-    began = time.perf_counter()
+    clock = checkpoint_io.Clock(saved)
     rounds = range(state["round"], cfg.rounds)
     if progress:
         from fedlib.progress import progress_bar
@@ -279,9 +278,10 @@ def run_decentralized(model: nn.Module, train: Split, clients: Sequence[Tensor],
         _round(t, chosen, state, cfg, trainer, x, y, clients, (tx, ty) if evaluate else None,
                {k: v.to(device) for k, v in subsets.items()})
         if path is not None:
+            state["elapsed_s"] = clock.total()
             checkpoint_io.save(path, ident, state)
     return DecentralizedResult(state["models"], state["leader_model"], state["metrics"], len(state["metrics"]),
-                               time.perf_counter() - began, state.get("correct"))
+                               clock.total() - clock.earlier, state.get("correct"))
 
 
 def _round(t: int, chosen: tuple[int, ...], state: dict, cfg: DecentralizedConfig, trainer: LocalTrainer,

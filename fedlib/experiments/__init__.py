@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import inspect
 from pathlib import Path
@@ -83,5 +84,24 @@ def run_chapter(chapter: str, mode: str = "quick", *, seed: int = 0, out: str | 
     if units is not None:
         results.units = units.summary()
     if not plan_only:
+        _refuse_to_drop_done_units(results, out)
         results.save(out)
     return results
+
+
+def _refuse_to_drop_done_units(results: Results, out: str | Path | None) -> None:
+    """A full run whose data root lacks a dataset blocks its settings at once; written over a results file that
+    assembled more finished units (a run with FEDLIB_DATA unset, say), it would show them all as "not run yet"."""
+    summary, path = results.units, results.path(out)
+    if results.mode != "full" or not summary or not summary["blocked"] or not path.exists():
+        return
+    try:
+        before = json.loads(path.read_text()).get("units", {}).get("done", 0)
+    except ValueError:
+        return  # an unreadable file is replaced
+    if before > summary["done"]:
+        raise ValueError(
+            f"{results.chapter} full: {len(summary['blocked'])} setting(s) are blocked by missing data "
+            f"({'; '.join(f'{k}: {v}' for k, v in summary['blocked'].items())}), so this run assembles "
+            f"{summary['done']} finished unit(s) where {path} has {before}; that file was left as it is. Point "
+            "FEDLIB_DATA at the data root that holds them (offline: the shared data folder)")

@@ -9,7 +9,6 @@ import copy
 import dataclasses
 import logging
 import math
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -523,7 +522,7 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
         for comp in algorithm.components():
             comp.reset()
 
-    began = time.perf_counter()
+    clock = checkpoint_io.Clock(state)
     rounds = range(start_round, config.rounds)
     if progress:
         from fedlib.progress import progress_bar
@@ -566,6 +565,7 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
                 checkpoint_io.save(ckpt_path, ident, {
                     "round": completed, "params": params, "metrics": metrics, "history": _history_state(record),
                     "components": [c.state_dict() for c in algorithm.components()], "correct": kept,
+                    "elapsed_s": clock.total(),
                 })
             if callback is not None and row is not None:
                 callback(completed, row)
@@ -573,7 +573,7 @@ def run_federated(model: nn.Module, train: Split, clients: Sequence[Tensor], tes
         pool.close()
     if record is not None:
         record.models.append(params.clone())
-    out = RunResult(params, metrics, record, completed, time.perf_counter() - began, diverged)
+    out = RunResult(params, metrics, record, completed, clock.total() - clock.earlier, diverged)
     if "final" in kept and metrics and metrics[-1].get("diverged") is None:
         out.correct = kept["final"]
         if kept["best_accuracy"] == out.best_accuracy:  # a resumed run may not know an earlier best round's

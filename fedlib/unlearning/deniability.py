@@ -372,6 +372,7 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
         from fedlib.progress import progress_bar
         bar = progress_bar(bar, desc=method, leave=False)
     w0 = init.clone()
+    clock = checkpoint_io.Clock(state)
     saved = time.perf_counter()
 
     def save(next_round: int, in_replay: dict | None = None) -> None:
@@ -387,7 +388,7 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
             "served_accuracy": run.served_accuracy, "served_distance": run.served_distance,
             "requests": [[q.round, q.client, -1 if q.rollback is None else q.rollback, q.replayed_rounds,
                           q.seconds] for q in run.requests],
-            "store": federaser[0].rounds if federaser is not None else [],
+            "store": federaser[0].rounds if federaser is not None else [], "elapsed_s": clock.total(),
             **({"replay": in_replay} if in_replay is not None else {})})
 
     for r in bar:
