@@ -184,6 +184,33 @@ def check_ledger(ledger: Sequence[Claim]) -> None:
         raise ValueError(f"claim ids must be unique; repeated: {dupes}")
 
 
+#: How a claim's note says that the paper's own numbers do not pass its test (required where they do not).
+OWN_NUMBERS = ("paper's own", "thesis's own")
+
+
+def paper_verdicts(ledger: Sequence[Claim], values: dict[str, float]) -> dict[str, tuple[float, str]]:
+    """The verdict each claim's own test gives the *paper's* numbers: ``values`` maps a claim key to the claim's
+    metric computed on what the paper reports (a chapter's ``paper_values()``, from its transcribed tables). A
+    reading that the paper's own numbers do not pass is stricter than the paper (or the paper contradicts its own
+    words): the report shows it beside our verdict, and the claim's note must say so (:func:`unacknowledged`)."""
+    keys = {c.key(s): c for c in ledger for s in c.settings}
+    unknown = sorted(set(values) - set(keys))
+    if unknown:
+        raise KeyError(f"paper values for claims or settings that are not in the ledger: {unknown}")
+    bad = sorted(k for k, v in values.items() if not isinstance(v, (int, float)) or not math.isfinite(v))
+    if bad:
+        raise ValueError(f"paper values must be finite numbers; got {[(k, values[k]) for k in bad]}")
+    return {k: (float(v), outcome(keys[k], v)) for k, v in values.items()}
+
+
+def unacknowledged(ledger: Sequence[Claim], values: dict[str, float]) -> list[str]:
+    """The keys whose paper value does not read *reproduced* on the claim's own test while the claim's note does not
+    say so (mentions none of :data:`OWN_NUMBERS`): a reader would take a "not reproduced" there for our failure."""
+    claims = {c.key(s): c for c in ledger for s in c.settings}
+    return sorted(k for k, (_, verdict) in paper_verdicts(ledger, values).items()
+                  if verdict != "reproduced" and not any(w in claims[k].note for w in OWN_NUMBERS))
+
+
 def evaluate(ledger: Sequence[Claim], measured: dict[str, dict[str, Any]], mode: str) -> list[dict[str, Any]]:
     """One entry per claim and setting: the claim's fields, the measured value and detail, and this run's outcome.
 

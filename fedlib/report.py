@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fedlib.ledger import MODE_ONLY, NOT_RUN, VERDICTS, Claim, counts, format_value, registered_verdicts
+from fedlib.ledger import (MODE_ONLY, NOT_RUN, VERDICTS, Claim, counts, format_value, paper_verdicts,
+                           registered_verdicts)
 from fedlib.results import CHAPTERS, MODES, Results, load_results, results_dir
 
 #: chapter id -> title as the book's table of contents shows it
@@ -28,6 +29,14 @@ def ledger_of(chapter: str) -> list[Claim]:
     if chapter not in CHAPTER_MODULES:
         raise ValueError(f"chapter must be one of {CHAPTERS}, got {chapter!r}")
     return list(getattr(importlib.import_module(CHAPTER_MODULES[chapter]), "LEDGER", []))
+
+
+def paper_values_of(chapter: str) -> dict[str, float]:
+    """The chapter's claims measured on the paper's own numbers (its ``paper_values()``; empty where it has none)."""
+    from fedlib.experiments import chapter_module
+
+    values = getattr(chapter_module(chapter), "paper_values", None)
+    return {} if values is None else values()
 
 
 def _load(chapter: str, mode: str, root: str | Path | None) -> Results | str | None:
@@ -52,6 +61,7 @@ def ledger_rows(chapter: str, root: str | Path | None = None) -> list[dict[str, 
     (with the spread of the measured values), this quick run's value, and the full run's value and verdict."""
     ledger = ledger_of(chapter)
     registered = registered_verdicts(chapter, ledger)
+    own = paper_verdicts(ledger, paper_values_of(chapter))
     runs = {mode: _load(chapter, mode, root) for mode in MODES}
     entries = {mode: {c["key"]: c for c in r.claims} if isinstance(r, Results) else {} for mode, r in runs.items()}
     rows = []
@@ -65,6 +75,8 @@ def ledger_rows(chapter: str, root: str | Path | None = None) -> list[dict[str, 
                 "key": key, "claim": claim.id, "setting": setting, "kind": claim.kind, "paper": claim.paper,
                 "evidence": claim.evidence, "metric": claim.metric,
                 "test": f"{claim.direction} {format_value(claim.threshold, claim.unit).lstrip('+')}",
+                "paper's numbers": "–" if key not in own else
+                f"{format_value(own[key][0], claim.unit)}: {own[key][1]}",
                 "quick": reg.verdict if reg is not None else claim.mode_only("quick", setting) or "no sweep yet",
                 "quick spread": "–" if spread is None else " … ".join(format_value(v, claim.unit) for v in
                                                                      (spread[0], spread[2])),
@@ -222,6 +234,23 @@ def paper_agreement(root: str | Path | None = None) -> list[dict[str, Any]]:
     return rows
 
 
+def paper_self_check() -> list[dict[str, Any]]:
+    """One row per chapter whose claims can be measured on the paper's own reported numbers: how many such claim
+    settings read reproduced, inconclusive and not reproduced on our own tests, and which do not read reproduced (a
+    reading stricter than the paper, or a paper whose numbers contradict its words: each claim's note says which)."""
+    rows = []
+    for chapter in CHAPTERS:
+        own = paper_verdicts(ledger_of(chapter), paper_values_of(chapter))
+        if not own:
+            continue
+        verdicts = [v for _, v in own.values()]
+        rows.append({"chapter": TITLES[chapter], "claim settings with the paper's numbers": len(own),
+                     **{v: verdicts.count(v) for v in VERDICTS},
+                     "not reproduced on the paper's own numbers": "; ".join(
+                         k for k, (_, v) in own.items() if v == "not reproduced") or "–"})
+    return rows
+
+
 def totals(root: str | Path | None = None) -> dict[str, dict[str, int]]:
     """The counts of every chapter added up, per mode."""
     out: dict[str, dict[str, int]] = {mode: {} for mode in MODES}
@@ -342,6 +371,7 @@ def ledger_html(results: Results) -> str:
         f"seeds {', '.join(map(str, registry['seeds']))}; {' and '.join(map(str, registry['threads']))} thread(s)")
     rows = [{"statement (source)": f"{r['paper']} ({r['evidence']})" + (" [fact]" if r["kind"] == "fact" else ""),
              "setting": r["setting"] or "–", "measured": r["metric"], "test": r["test"],
+             "the paper's own numbers on this test": r["paper's numbers"],
              f"quick verdict ({swept})": r["quick"], "quick spread": r["quick spread"],
              "this run": r["this run"], "full": r["full"], "full value": r["full value"]}
             for r in ledger_rows(results.chapter, root)]

@@ -437,3 +437,15 @@ def test_no_retrain_for_large_k_is_a_claim_the_runs_can_fail():
     assert kinds["no_retrain_large_k"] == kinds["storage_30x"] == "claim"
     sim = simulate_retrains(50, 50, 8, 4, 0.2, trials=300, generator=make_generator(0, "sim"))
     assert sim["retrains"] > 0.1  # the spec's 2,000-trial reference: 0.29
+
+
+def test_the_papers_own_tables_measured_on_the_claims():
+    own = chapter.paper_values()
+    # Table 2, CIFAR-10 iid: k = 8, 10 at 0.389, 0.319 against fedAvg 0.411; Table 5, MNIST non-iid: k = 4 takes
+    # 235.44 s of fedAvg_retrain's 302.34 s per request
+    assert own["high_k_close_to_fedavg_full/cifar10-iid/rowwise_l2"] == pytest.approx((0.389 + 0.319) / 2 - 0.411)
+    assert own["faster_than_retrain_small_k_full/ResNet-mini mnist-noniid/cosine"] == \
+        pytest.approx(0.625 - 235.44 / 302.34)
+    assert own["fedavg_above_federaser/mnist-iid"] == pytest.approx(0.964 - 0.947)
+    assert own["speedup_500769/fashion_mnist-noniid/cosine"] == pytest.approx(223.77 / 0.023 / 500769 - 1)
+    assert not any(k.startswith("ConvNet") or "/ConvNet" in k for k in own)  # Fig. 3 reports no table

@@ -16,9 +16,11 @@ from fedlib.ledger import (
     format_value,
     ledger_signature,
     outcome,
+    paper_verdicts,
     prediction_halfwidth,
     register,
     sampling_halfwidth,
+    unacknowledged,
     widest_mean_square,
 )
 
@@ -442,3 +444,18 @@ def test_a_run_that_cannot_test_a_claim_is_inconclusive_in_full_mode_whatever_it
     assert run("full", None, untested=why)["outcome"] == "not run"
     with pytest.raises(ValueError, match="untested must say why"):
         run("full", -0.05, untested=" ")
+
+
+def test_the_papers_own_numbers_get_the_claims_own_test_and_a_failing_one_must_be_acknowledged():
+    ack = Claim("ack", "A is close to B", "§3", "acc(A) − acc(B)", "≈", note="the paper's own table has A 3 pp below")
+    ledger = [GT, CLOSE, ack]
+    values = {"gt": 0.02, "close/mnist": 0.015, "close/fmnist": -0.03, "ack": -0.03}
+    assert paper_verdicts(ledger, values) == {"gt": (0.02, "reproduced"), "close/mnist": (0.015, "inconclusive"),
+                                              "close/fmnist": (-0.03, "not reproduced"),
+                                              "ack": (-0.03, "not reproduced")}
+    assert unacknowledged(ledger, values) == ["close/fmnist", "close/mnist"]  # ack's note says so; gt passes
+    assert unacknowledged(ledger, {"gt": 0.02}) == []
+    with pytest.raises(KeyError, match="close/cifar"):
+        paper_verdicts(ledger, {"close/cifar": 0.0})
+    with pytest.raises(ValueError, match="finite"):
+        paper_verdicts(ledger, {"gt": math.nan})

@@ -199,17 +199,31 @@ LEDGER = [
              "in all the cases", "§4, Fig. 3, Tables 2-3",
              "final test accuracy, k-IPfedAvg mean over k ∈ {8, 10} and x − fedAvg_retrain", "≈",
              note="run with both readings of the clustering distance: cosine (the paper's text) and the row-wise L2 "
-                  "mean (the authors' code), whose cluster diameters, and so noise, are an order of magnitude larger"),
+                  "mean (the authors' code), whose cluster diameters, and so noise, are an order of magnitude larger. "
+                  "The paper's own numbers do not pass this test in 10 of its 16 rows: LeNet5 on CIFAR-10 and "
+                  "CelebA sits 3.8 – 5.7 pp below fedAvg (Table 2), ResNet-mini on three rows 2.0 – 3.9 pp (Table "
+                  "3), so its 'comparable' is looser than the 1-pp margin, which stays (margins are fixed for every "
+                  "chapter before our numbers are seen)"),
     *_claims("fedavg_above_federaser", "fedAvg is above fedEraser in every row", "Tables 2-3",
-             "final test accuracy, fedAvg_retrain − fedEraser", ">", per_metric=False),
+             "final test accuracy, fedAvg_retrain − fedEraser", ">", per_metric=False,
+             note="the paper's own Table 3 has fedAvg only 0.5 – 0.9 pp above fedEraser in three rows (ResNet-mini: "
+                  "MNIST non-iid, CelebA), inside the margin: inconclusive there on its own numbers"),
     *_claims("k4_worst_column", "k = 4 is (usually) the worst column", "Tables 2-3",
-             "final test accuracy, k = 4 − the lowest of k ∈ {6, 8, 10} (each the mean over x)", "<"),
+             "final test accuracy, k = 4 − the lowest of k ∈ {6, 8, 10} (each the mean over x)", "<",
+             note="read row by row; the paper says 'usually', and the paper's own numbers give it in 6 of its 16 "
+                  "rows, the reverse in 3 (LeNet5: MNIST and CIFAR-10 non-iid; ResNet-mini: Fashion-MNIST "
+                  "non-iid) and a difference inside the margin in the other 7"),
     *_claims("k8_beats_federaser", "k-IPfedAvg with k = 8 beats fedEraser in most LeNet5 rows (e.g. CIFAR10-iid 0.389 "
              "vs 0.301)", "Table 2", "final test accuracy, k = 8 (mean over x) − fedEraser", ">",
-             note="the paper states it for LeNet5 (Table 2); the ResNet-mini and ConvNet settings are ours"),
+             note="the paper states it for LeNet5 (Table 2); the ResNet-mini and ConvNet settings are ours. The "
+                  "paper's own Table 2 gives it in 5 of its 8 rows (MNIST non-iid and CelebA within the margin), "
+                  "Table 3 in 2 of 8 (CIFAR-10 non-iid the reverse, 2.6 pp)"),
     *_claims("std_over_x_shrinks", "As k increases, the standard deviation over x decreases (no or infrequent "
              "retraining even for stronger deniability)", "§4, Tables 2-3",
-             "std over x of the final accuracy: mean of k ∈ {4, 6} − mean of k ∈ {8, 10}", ">"),
+             "std over x of the final accuracy: mean of k ∈ {4, 6} − mean of k ∈ {8, 10}", ">",
+             note="the paper's own Tables 2-3 print the std to 0.01, so in 7 of their 16 rows this difference is "
+                  "within the 1-pp margin of rounding (inconclusive on its own numbers) and CelebA non-iid "
+                  "(LeNet5) has it reversed (−1.5 pp)"),
     *_claims("sudden_drops", "Sudden drops in accuracy when x is high and k is low, from frequent retraining",
              "§4, Fig. 3", "largest one-round fall of the served accuracy: k = 4 at its largest x − k = 10 (mean "
              "over x)", ">", note="our rollback replays rounds t0..r−1 from G_{t0−1}; the authors' code reloads "
@@ -218,10 +232,15 @@ LEDGER = [
              "§4, Tables 4-5", "0.625 − (rounds replayed by k = 4, mean over x) ÷ (rounds replayed by "
              "fedAvg_retrain), i.e. positive when the speed-up exceeds 1.6×", ">", unit="relative", central=True,
              note="counted in retrained rounds, which do not depend on the machine; the wall-clock seconds are in "
-                  "Table 4"),
+                  "Table 4. The paper's own seconds per request (Tables 4-5) give it with LeNet5 in 7 of 8 rows "
+                  "(Fashion-MNIST iid: 1.9×, inside the margin) but with ResNet-mini in 3 of 8: there k = 4 takes "
+                  "0.77 – 0.82 of fedAvg_retrain's time on MNIST non-iid, Fashion-MNIST iid and CelebA non-iid, "
+                  "so Table 5 contradicts the statement"),
     *_claims("time_falls_with_k", "Negative correlation between the privacy parameter k and the retraining time",
              "§4, Tables 4-5, Fig. 26", "(rounds replayed by k = 4 − by k = 10, each the mean over x) ÷ rounds "
-             "replayed by fedAvg_retrain", ">", unit="relative"),
+             "replayed by fedAvg_retrain", ">", unit="relative",
+             note="the paper's own seconds per request give it in 15 of the 16 rows of Tables 4-5; LeNet5 on "
+                  "CIFAR-10 non-iid (k = 4: 15.5 s, k = 10: 0.02 s, retraining 296 s) falls 5 % short of the margin"),
     *_claims("no_retrain_large_k", "With k = 8 or 10 no retraining is required", "§4, Tables 4-5",
              "share of requests that needed a retrain, k ∈ {8, 10}, all x", "≈", unit="probability",
              note="a cluster of at least k members keeps x after k − x deletions, but more deletions in one cluster "
@@ -886,3 +905,35 @@ def _measure_kip(record: Callable[[str, str, float | None, str], None], cfg: Den
     record("distance_drops_on_retrain", setting,
            _mean([falls[k] for k in falls if k in (4, 6)]) - _mean([falls[k] for k in falls if k in (8, 10)])
            if ok else None, f"largest relative fall by k: {falls}")
+
+
+def paper_values() -> dict[str, float]:
+    """Each claim measured on the paper's own Tables 2-5 where they report what it reads (claim key -> value): the
+    accuracy claims on Table 2 (LeNet5) and Table 3 (ResNet-mini), the time claims on Tables 4-5 in seconds per
+    request (ours count the rounds replayed, which the seconds follow), and Table 4's fashion_mnist non-iid cell for
+    the 500,769× claim. The paper ran one distance, so both of ours get its row's number."""
+    keys = {c.key(s) for c in LEDGER for s in c.settings}
+    out: dict[str, float] = {}
+
+    def put(cid: str, setting: str, value: float) -> None:
+        for key in (f"{cid}/{setting}", f"{cid}_full/{setting}"):
+            if key in keys:
+                out[key] = value
+
+    for (accuracy, times), label in (((T2, T4), ""), ((T3, T5), "ResNet-mini ")):
+        for (ds, part), (fedavg, eraser, by_k) in accuracy.items():
+            row = f"{label}{ds}-{part}"
+            mean, std = ({k: v[i] for k, v in by_k.items()} for i in (0, 1))
+            retrain, secs = times[(ds, part)]
+            put("fedavg_above_federaser", row, fedavg - eraser)
+            for metric in METRIC_LABEL:
+                setting = f"{row}/{metric}"
+                put("high_k_close_to_fedavg", setting, _mean([mean[8], mean[10]]) - fedavg)
+                put("k4_worst_column", setting, mean[4] - min(mean[k] for k in (6, 8, 10)))
+                put("k8_beats_federaser", setting, mean[8] - eraser)
+                put("std_over_x_shrinks", setting, _mean([std[4], std[6]]) - _mean([std[8], std[10]]))
+                put("faster_than_retrain_small_k", setting, 0.625 - secs[4][0] / retrain)
+                put("time_falls_with_k", setting, (secs[4][0] - secs[10][0]) / retrain)
+    retrain, secs = T4[("fashion_mnist", "noniid")]
+    put("speedup_500769", "fashion_mnist-noniid/cosine", retrain / secs[8][0] / 500769 - 1)
+    return out
