@@ -141,3 +141,17 @@ def test_global_mgd_speeding_up_training_is_read_in_rounds(tmp_path):
     ours = claims["mgd_speeds_up/σ = 96 (ours)"]
     assert ours["value"] == pytest.approx(0.5) and ours["outcome"] == "reproduced"
     assert "reaches 0.2753 at round 4; the variant at round 2" in ours["detail"]
+
+
+def test_the_theses_own_tables_measured_on_the_claims():
+    from fedlib.ledger import paper_verdicts, unacknowledged
+
+    own = dpfl.paper_values()
+    # Table 3.1: the proposed LDP-FL 96.3 % against LDPFL's 95.36 % (100 clients); with 1,000 clients LDP-FL 97 %,
+    # LCDP-FL 94.3 % and CDP-FL (quoted) 92 %
+    assert own["beats_sun_ldpfl"] == pytest.approx(0.963 - 0.9536)
+    assert own["lcdp_below_ldp_1000"] == pytest.approx(0.97 - 0.943)
+    assert own["lcdp_beats_cdp_quoted/1,000 clients"] == pytest.approx(0.943 - 0.92)
+    assert paper_verdicts(dpfl.LEDGER, own)["beats_sun_ldpfl"][1] == "inconclusive"  # 0.94 pp < the 1-pp margin
+    assert not any("(ours)" in k for k in own)
+    assert unacknowledged(dpfl.LEDGER, own) == []
