@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -258,7 +258,7 @@ LEDGER = [
           "reconstructions (σC = 0.01: 16.23, 19.37, 20.17 dB for C = 0.1, 1, 10)", "Table 4.3, Fig. 4.5",
           "PSNR(C = 10) − PSNR(C = 0.1) at equal σC, round 1", ">", unit="psnr",
           settings=("σC = 0.001", "σC = 0.01", "σC = 0.1"),
-          note="the paper's own differences: +4.72 dB (σC = 0.001), +3.94 dB (0.01), +1.35 dB (0.1)"),
+          note="the thesis's own Table 4.3 differences: +4.72 dB (σC = 0.001), +3.94 dB (0.01), +1.35 dB (0.1)"),
     Claim("larger_c_leaks_more_each_step", "When the total noise is the same, a larger clipping bound gives better "
           "reconstructions. For example, when the total noise scale is 0.01, the PSNR is 16.23, 19.37 and 20.17 for "
           "the clipping bound of 0.1, 1, 10", "§4.4.1, Table 4.3", "PSNR(the larger C) − PSNR(the smaller C), "
@@ -319,7 +319,8 @@ LEDGER = [
           "than SE learning (PSNR 12.56 vs 12.42 dB at C = 0.1, 12.76 vs 12.40 dB at C = 1)", "Table 4.4",
           "PSNR(FL) − PSNR(SE), all-round manner, means over the attacked rounds, σC = 0.04", ">", unit="psnr",
           settings=("C = 0.1", "C = 1"),
-          note="the paper's own differences (+0.14, +0.36 dB) are below the 1 dB margin"),
+          note="the thesis's own Table 4.4 differences (+0.14, +0.36 dB) are inside the 1-dB margin: inconclusive "
+               "on its own numbers"),
     Claim("fl_attack_recovers", "The attack on an FL client recovers information (PSNR 12.56-12.76 dB, against "
           "9.11 dB at σ = 1 in SE)", "Table 4.4",
           "PSNR(FL, all-round, mean over the attacked rounds) − PSNR(SE, C = 1, σ = 1, round 1)", ">", unit="psnr",
@@ -335,7 +336,8 @@ LEDGER = [
     Claim("euclidean_better_at_large_noise", "When the total noise increases the Euclidean attack gives better "
           "images (higher PSNR)", "Table 4.5, §4.4.3", "PSNR(Euclidean) − PSNR(cosine), round 1", ">", unit="psnr",
           settings=(_lit(1.0, 0.1), _lit(10.0, 0.01), _lit(10.0, 0.1)),
-          note="the paper's own differences: +2.90, +1.71 and +0.62 dB (the last below the margin)"),
+          note="the thesis's own Table 4.5 differences: +2.90, +1.71 and +0.62 dB (the last inside the 1-dB margin: "
+               "inconclusive on its own numbers)"),
     # Fig. 4.7
     Claim("f47_larger_c_more_accurate", "When the total noise is small, increasing the clipping bound improves "
           "accuracy: at σC = 1 accuracy rises from 34 % (C = 0.1) to 44 % (C = 10)", "Fig. 4.7, §4.4.2",
@@ -398,6 +400,50 @@ LEDGER = [
 def sigma_at(total_noise: float, bound: float) -> float:
     """σ = σC / C, rounded to 10 significant digits (0.01 / 0.1 is 0.1, not 0.09999999999999999)."""
     return float(f"{total_noise / bound:.10g}")
+
+
+class PsnrPair(NamedTuple):
+    """One setting of a claim that reads PSNR(first) − PSNR(second), two round-1 one-round cosine attacks."""
+
+    setting: str
+    first: tuple[float | str, float]  # (C, σ)
+    second: tuple[float | str, float]
+    init: str = "uniform"  # the dummies of both attacks (:class:`Setting`)
+
+
+#: The claims that read a PSNR difference of two (C, σ), the settings of each, and the thesis's table whose PSNRs
+#: the claim quotes ("T4.1" or "T4.3"): :func:`_measure` reads them on our attacks, :func:`paper_values` on the table
+PSNR_PAIRS: dict[str, tuple[str, tuple[PsnrPair, ...]]] = {
+    "psnr_falls_with_noise": ("T4.1", (PsnrPair("uniform init", (1.0, 0.001), (1.0, 1.0)),
+                                       PsnrPair("N(0,1) init", (1.0, 0.001), (1.0, 1.0), "normal"))),
+    "low_noise_leaks_at_small_c": ("T4.1", (PsnrPair("", (0.1, 0.001), (0.1, 1.0)),)),
+    "larger_c_leaks_at_small_sigma": ("T4.1", (PsnrPair("", (1.0, 0.001), (0.1, 0.001)),)),
+    "larger_c_protects_at_large_sigma": ("T4.1", (PsnrPair("", (0.1, 0.1), (1.0, 0.1)),)),
+    "larger_c_leaks_more_each_step": ("T4.3", tuple(PsnrPair(f"C = {a:g} → {b:g}", (b, sigma_at(0.01, b)),
+                                                             (a, sigma_at(0.01, a)))
+                                                    for a, b in ((0.1, 1.0), (1.0, 10.0)))),
+    "larger_c_leaks_more": ("T4.3", tuple(PsnrPair(f"σC = {total:g}", (10.0, sigma_at(total, 10)),
+                                                   (0.1, sigma_at(total, 0.1))) for total in (0.001, 0.01, 0.1))),
+    "sigma_01_defeats_attack": ("T4.3", (PsnrPair("", (1.0, 0.1), (1.0, 1.0)),)),
+    "median_leaks_more_at_small_sigma": ("T4.3", tuple(PsnrPair(f"σ = {sigma:g}", ("median", sigma), (1.0, sigma))
+                                                       for sigma in (0.001, 0.01))),
+    "median_usable_at_large_sigma": ("T4.3", (PsnrPair("", ("median", 1.0), (1.0, 1.0)),)),
+}
+#: Table 4.5's claims: the objective whose PSNR comes first, and (setting, (C, σ)) per setting, both round 1
+OBJECTIVE_PAIRS: dict[str, tuple[str, tuple[tuple[str, tuple[float, float]], ...]]] = {
+    "cosine_better_at_small_noise": ("cosine", (("", (0.1, 0.01)),)),
+    "euclidean_better_at_large_noise": ("euclidean", tuple((_lit(c, s), (c, s))
+                                                           for c, s in ((1.0, 0.1), (10.0, 0.01), (10.0, 0.1)))),
+}
+#: The SE-vs-FL claims (Table 4.4, Fig. 4.6): the clipping bounds they read (σC = 0.04), and the SE attack at
+#: (C, σ) = (1, 1), round 1 (Table 4.3), that fl_attack_recovers sets the FL attack against
+T44_BOUNDS: tuple[float, ...] = (0.1, 1.0)
+SE_FLOOR: tuple[float, float] = (1.0, 1.0)
+
+
+def _thesis_psnr(table: str, bound: float | str, sigma: float) -> float:
+    """The PSNR the thesis's Table 4.1 or 4.3 (``table``: "T4.1" or "T4.3") reports for (C, σ), round 1."""
+    return T41[(sigma, bound)][0] if table == "T4.1" else T43[(bound, sigma)][0]
 
 
 def sigma_scale(images: int, parameters: int) -> float:
@@ -1186,8 +1232,12 @@ def _measure(res: Results, tab: _Tables, built: dict, f47_test: int | None) -> N
         put(cid, _diff(a, b), f"{_lit(c1, s1)}: {_fmt(a)} dB, {_lit(c2, s2)}: {_fmt(b)} dB",
             pair("psnr", dict(bound=c1, sigma=s1, **kw), dict(bound=c2, sigma=s2, **kw)), setting)
 
-    for setting, init in (("uniform init", "uniform"), ("N(0,1) init", "normal")):
-        psnr_pair("psnr_falls_with_noise", 1.0, 0.001, 1.0, 1.0, setting, init=init)
+    def psnr_pairs(cid: str) -> None:
+        """Claim ``cid`` of :data:`PSNR_PAIRS`, every setting."""
+        for p in PSNR_PAIRS[cid][1]:
+            psnr_pair(cid, *p.first, *p.second, p.setting, init=p.init)
+
+    psnr_pairs("psnr_falls_with_noise")
     ladder = sorted({s for c, s in [*((c, s) for s, c in cfg.t41), *cfg.t43] if c == 1.0})
     values = [get(1.0, s) for s in ladder]
     if None in values:
@@ -1204,25 +1254,20 @@ def _measure(res: Results, tab: _Tables, built: dict, f47_test: int | None) -> N
                 per_image = [a - b - (c - d) for a, b, c, d in zip(*ends)]
         put("collapse_between_001_and_004", None if target is None or not others else target - max(others.values()),
             ", ".join(f"{a:g}→{b:g}: {v:.2f} dB" for (a, b), v in drops.items()), per_image)
-    psnr_pair("low_noise_leaks_at_small_c", 0.1, 0.001, 0.1, 1.0)
+    psnr_pairs("low_noise_leaks_at_small_c")
     for c in (0.1, 1.0):
         ours, paper = get(c, 0.001, "cos_sim"), T41[(0.001, c)][1]
         cos = tab.per_image(c, 0.001, "cos_sim")
         put("low_noise_cos_sim", _diff(ours, paper), f"cos-sim {_fmt(ours, 3)} (paper {paper})",
             None if cos is None else [v - paper for v in cos], f"C = {c:g}")
-    psnr_pair("larger_c_leaks_at_small_sigma", 1.0, 0.001, 0.1, 0.001)
-    psnr_pair("larger_c_protects_at_large_sigma", 0.1, 0.1, 1.0, 0.1)
-    for a, b in ((0.1, 1.0), (1.0, 10.0)):
-        psnr_pair("larger_c_leaks_more_each_step", b, sigma_at(0.01, b), a, sigma_at(0.01, a), f"C = {a:g} → {b:g}")
-    for total in (0.001, 0.01, 0.1):
-        psnr_pair("larger_c_leaks_more", 10.0, sigma_at(total, 10), 0.1, sigma_at(total, 0.1), f"σC = {total:g}")
+    for cid in ("larger_c_leaks_at_small_sigma", "larger_c_protects_at_large_sigma", "larger_c_leaks_more_each_step",
+                "larger_c_leaks_more"):
+        psnr_pairs(cid)
     hi, lo = get(1.0, 0.001, "prob_leak"), get(1.0, 1.0, "prob_leak")
     put("prob_leak_falls_with_noise", _diff(hi, lo), f"P(pl): σ = 0.001: {_fmt(hi)}, σ = 1: {_fmt(lo)}",
         pair("leaks", dict(bound=1.0, sigma=0.001), dict(bound=1.0, sigma=1.0)))
-    psnr_pair("sigma_01_defeats_attack", 1.0, 0.1, 1.0, 1.0)
-    for sigma in (0.001, 0.01):
-        psnr_pair("median_leaks_more_at_small_sigma", "median", sigma, 1.0, sigma, f"σ = {sigma:g}")
-    psnr_pair("median_usable_at_large_sigma", "median", 1.0, 1.0, 1.0)
+    for cid in ("sigma_01_defeats_attack", "median_leaks_more_at_small_sigma", "median_usable_at_large_sigma"):
+        psnr_pairs(cid)
 
     # the MSE claims: relative differences of two attacks' mean MSE over the attacked rounds, each image's MSE
     # averaged over those rounds first, so that their delta-method per-image values (_ratio_items) bound them
@@ -1257,8 +1302,8 @@ def _measure(res: Results, tab: _Tables, built: dict, f47_test: int | None) -> N
         f"C = 10: {_fmt(ends[1], 4)}", None if lowest is None else
         _ratio_items(images(lowest, sigma_at(cfg.f44_total_noise, lowest)), images(1.0, cfg.f44_total_noise)))
 
-    t44, floor = built["t44"], get(1.0, 1.0)
-    for c in (0.1, 1.0):
+    t44, floor = built["t44"], get(*SE_FLOOR)
+    for c in T44_BOUNDS:
         fl, se = t44.get(("FL", c)), t44.get(("SE", c))
         setting = f"C = {c:g}"
         res.measure(claim["fl_leaks_more_than_se"], None if None in (fl, se) else fl["psnr"] - se["psnr"],
@@ -1268,13 +1313,14 @@ def _measure(res: Results, tab: _Tables, built: dict, f47_test: int | None) -> N
         rises = [None if p is None else (p["last"] - p["first"]) / p["first"] for p in (se, fl)]
         res.measure(claim["se_loss_rises_faster_than_fl"], None if None in rises else rises[0] - rises[1],
                     f"relative rise of the all-round MSE: SE {_fmt(rises[0])}, FL {_fmt(rises[1])}", setting=setting)
-    a, b = get(0.1, 0.01), get(0.1, 0.01, objective="euclidean")
-    put("cosine_better_at_small_noise", _diff(a, b), f"cosine {_fmt(a)} dB, Euclidean {_fmt(b)} dB",
-        pair("psnr", dict(bound=0.1, sigma=0.01), dict(bound=0.1, sigma=0.01, objective="euclidean")))
-    for c, s in ((1.0, 0.1), (10.0, 0.01), (10.0, 0.1)):
-        a, b = get(c, s, objective="euclidean"), get(c, s)
-        put("euclidean_better_at_large_noise", _diff(a, b), f"Euclidean {_fmt(a)} dB, cosine {_fmt(b)} dB",
-            pair("psnr", dict(bound=c, sigma=s, objective="euclidean"), dict(bound=c, sigma=s)), _lit(c, s))
+    named = {"cosine": "cosine", "euclidean": "Euclidean"}
+    for cid, (first, cells) in OBJECTIVE_PAIRS.items():
+        second = "euclidean" if first == "cosine" else "cosine"
+        for setting, (c, s) in cells:
+            a, b = get(c, s, objective=first), get(c, s, objective=second)
+            put(cid, _diff(a, b), f"{named[first]} {_fmt(a)} dB, {named[second]} {_fmt(b)} dB",
+                pair("psnr", dict(bound=c, sigma=s, objective=first), dict(bound=c, sigma=s, objective=second)),
+                setting)
 
     f47 = built["f47"]
 
@@ -1354,3 +1400,34 @@ def _measure(res: Results, tab: _Tables, built: dict, f47_test: int | None) -> N
         res.measure(claim["f47_values"], _diff(ours, F47[(c, 1.0)]),
                     f"final accuracy {_fmt(ours, 3)} (paper {F47[(c, 1.0)]})", setting=f"C = {c:g}",
                     test_images=f47_test, accuracies=(ours,))
+
+
+def paper_values() -> dict[str, float]:
+    """Each claim measured on the thesis's own numbers where its tables report what it reads (claim key -> value):
+    the PSNR differences of :data:`PSNR_PAIRS` on the table each claim quotes (Table 4.1 or 4.3; the thesis ran one,
+    unstated, dummy initialisation, so both of ours get its number), P(pl) on Table 4.3, the two objectives on Table
+    4.5, FL against SE and against Table 4.3's SE at C = 1, σ = 1 on Table 4.4 (its σ unstated, read as σC = 0.04
+    like ours), and the two accuracies at σC = 1 that the text gives for Fig. 4.7. Not the MSE claims (Figs. 4.2-4.4
+    and 4.6 are curves), the collapse at σC = 0.04 (neither table has that σ at C = 1), the ε and §4.3 claims, nor
+    those that compare our numbers with the thesis's (0 on its own numbers, by construction)."""
+    claims = {c.id: c for c in LEDGER}
+    out: dict[str, float] = {}
+
+    def put(cid: str, setting: str, value: float) -> None:
+        out[claims[cid].key(setting)] = value
+
+    for cid, (table, pairs) in PSNR_PAIRS.items():
+        for p in pairs:
+            put(cid, p.setting, _thesis_psnr(table, *p.first) - _thesis_psnr(table, *p.second))
+    put("prob_leak_falls_with_noise", "", T43[(1.0, 0.001)][1] - T43[(1.0, 1.0)][1])
+    for cid, (first, cells) in OBJECTIVE_PAIRS.items():
+        second = "euclidean" if first == "cosine" else "cosine"
+        for setting, (c, s) in cells:
+            put(cid, setting, T45[(first, c, s)][0] - T45[(second, c, s)][0])
+    for c in T44_BOUNDS:
+        fl = T44[("FL", c)][0]
+        put("fl_leaks_more_than_se", f"C = {c:g}", fl - T44[("SE", c)][0])
+        put("fl_attack_recovers", f"C = {c:g}", fl - _thesis_psnr("T4.3", *SE_FLOOR))
+    for total in sorted({t for _, t in F47}):
+        put("f47_larger_c_more_accurate", f"σC = {total:g}", F47[(10.0, total)] - F47[(0.1, total)])
+    return out
