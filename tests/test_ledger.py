@@ -447,7 +447,7 @@ def test_a_run_that_cannot_test_a_claim_is_inconclusive_in_full_mode_whatever_it
 
 
 def test_the_papers_own_numbers_get_the_claims_own_test_and_a_failing_one_must_be_acknowledged():
-    ack = Claim("ack", "A is close to B", "§3", "acc(A) − acc(B)", "≈", note="the paper's own table has A 3 pp below")
+    ack = Claim("ack", "A is close to B", "§3", "acc(A) − acc(B)", "≈", note="A 3 pp below: not reproduced on its own numbers")
     ledger = [GT, CLOSE, ack]
     values = {"gt": 0.02, "close/mnist": 0.015, "close/fmnist": -0.03, "ack": -0.03}
     assert paper_verdicts(ledger, values) == {"gt": (0.02, "reproduced"), "close/mnist": (0.015, "inconclusive"),

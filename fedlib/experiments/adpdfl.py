@@ -606,13 +606,13 @@ LEDGER = [
            "final acc(ADPDFL) − final acc(its Non-Private twin), m_tcs = 70, m_e = 30", "≈", settings=T54_SETTINGS,
            central=True, note="'small' gives no number: the default margin, two-sided (an ADPDFL much worse than its "
            "twin fails). The paper's own MNIST gaps are −1.1, −1.9, −2.5 and −2.8 pp (IID gossip, IID pseudo-central, "
-           "non-IID gossip, non-IID pseudo-central): on this test the IID two read inconclusive, the non-IID ones not "
-           "reproduced.", cifar_note="the paper's own CIFAR-10 gaps are −0.2, −0.4, −0.7 and −1.1 pp: non-IID "
-           "pseudo-central's −1.1 pp (0.3365 vs 0.3477) is just outside the margin, inconclusive on this test"),
+           "non-IID gossip, non-IID pseudo-central): on its own numbers this test reads the IID two inconclusive, the "
+           "non-IID ones not reproduced.", cifar_note="the paper's own CIFAR-10 gaps are −0.2, −0.4, −0.7 and "
+           "−1.1 pp: non-IID pseudo-central's −1.1 pp (0.3365 vs 0.3477) is just outside the margin: inconclusive on its own numbers"),
     *_both("close_to_dp_fedavg", "The proposed ADPDFL only has a small accuracy degradation compared to centralized "
            "DPFL [DP-FedAvg]", "Table 5.4, §5.4.6", "final acc(pseudo-central ADPDFL) − final acc(DP-FedAvg)", "≈",
            settings=FEDAVG_SETTINGS, note=_DPFEDAVG_NOTE + " The paper's own gaps are −4.2 pp (IID) and −4.9 pp "
-           "(non-IID) on MNIST, −4.0 and −5.1 pp on CIFAR-10: all not reproduced on this test (≥ 2 pp), for "
+           "(non-IID) on MNIST, −4.0 and −5.1 pp on CIFAR-10: all not reproduced on its own numbers (≥ 2 pp), for "
            "either reading (the thesis ran one DP-FedAvg)."),
     *_both("dp_fedavg_best", "DP-FedAvg has the highest accuracy of the five frameworks on every dataset",
            "Table 5.4", "final acc(DP-FedAvg) − the best final acc of the other four frameworks", ">",
@@ -628,23 +628,23 @@ LEDGER = [
           settings=tuple(f"{NAMES[d]}, {NAMES[p]}" for d in ("mnist", "cifar10") for p in ("iid", "non-iid")),
           modes=("full",), note="the Non-Private pair has no noise, so its gap is the topology's; the thesis's own "
           "Table 5.4 gives −0.80 / −0.26 pp (MNIST IID / non-IID) and −0.18 / −0.41 pp (CIFAR-10): the Non-Private "
-          "gap is the larger everywhere, all four inside the margin (inconclusive)"),
+          "gap is the larger everywhere, all four inside the margin: inconclusive on its own numbers"),
     *_both("large_c_hurts", "The clipping bound of one produces the highest accuracy [...] the larger ones bring too "
            "much noise", "Table 5.1", "final acc(C = 1) − the best final acc of C > 1, pseudo-central IID, m_tcs = 70",
            ">", note="the paper's MNIST row collapses: 0.4123 at C = 1, 0.1849 at C = 2, 0.1253 at C = 4",
            cifar_note="the paper's own CIFAR-10 row: C = 1 beats C = 2 by 0.04 pp (0.3840 vs 0.3836), inside the "
-           "margin: inconclusive"),
+           "margin: inconclusive on its own numbers"),
     Claim("large_c_hurts_std_over_m", "The clipping bound of one produces the highest accuracy [...] the larger ones "
           "bring too much noise", "Table 5.1", "final acc(C = 1) − the best final acc of C > 1, with Theorem 8's "
           "wording of the noise, std 2Cσ/m (m = M = 100)", ">", settings=("MNIST", "CIFAR-10"), modes=("full",),
           note="the other reading of the noise std: Theorem 8's text says 'at least "
           "N(0, 4C²σ²/m²)'; with n_i = 600 (MNIST) it is 6× the std of eq. 5.3. Table 5.1 is one row per dataset, "
           "whichever reading the thesis ran: the thesis's own CIFAR-10 row has C = 1 0.04 pp above C = 2 (0.3840 vs "
-          "0.3836), inside the margin: inconclusive (MNIST: 22.7 pp)"),
+          "0.3836), inside the margin: inconclusive on its own numbers (MNIST: 22.7 pp)"),
     *_both("small_c_hurts", "The clipping bound of one produces the highest accuracy, while the smaller ones preserve "
            "less information", "Table 5.1", "final acc(C = 1) − final acc(C = 0.5), pseudo-central IID, m_tcs = 70",
            ">", cifar_note="the paper's own CIFAR-10 gap is 0.64 pp (0.3840 vs 0.3776), inside the margin: "
-           "inconclusive"),
+           "inconclusive on its own numbers"),
     Claim("higher_epsilon_helps", "When ε increases, accuracy performance is improved as the noise variance decreases",
           "Fig. 5.3, §5.4.2", "final acc(ε = 16) − final acc(ε = 1), pseudo-central IID MNIST, m_tcs = 70", ">"),
     Claim("m_tcs_interior_optimum", "Accuracy increases as the number of training clients increases to 80; when "
@@ -678,7 +678,8 @@ LEDGER = [
           "m_tcs = 90", ">", modes=("full",)),
     Claim("t52_best_cell", "Overall, when m_tcs is 90 and m_e is 50, the accuracy performance is the largest",
           "Table 5.2", "final acc(90, 50) − the best final acc of the other cells, gossip non-IID MNIST", ">",
-          modes=("full",), note="the paper's own lead is 0.31 pp (0.6297 vs 0.6266), inside the margin: inconclusive"),
+          modes=("full",), note="the paper's own lead is 0.31 pp (0.6297 vs 0.6266), inside the margin: inconclusive "
+          "on its own numbers"),
     Claim("t52_line_optima", "Table 5.2 shows that for every m_tcs, there is an optimal number of m_e to achieve "
           "the best accuracy performance and vice versa", "Table 5.2, §5.4.4", "final acc of the table's best cell "
           "in the row (or column) − the best final acc of the line's other cells, gossip non-IID MNIST", ">",
@@ -686,7 +687,7 @@ LEDGER = [
           note="every line has a best cell, so the sentence is read as the table's: each row's and column's optimum "
                "sits where the thesis's does (ours). The thesis's own Table 5.2 passes 4 of the 6 lines; row "
                "m_tcs = 90 (0.6297 at m_e = 50 vs 0.6266 at 60: 0.31 pp) and column m_e = 50 (0.6297 at "
-               "m_tcs = 90 vs 0.6240 at 80: 0.57 pp) lead by less than the margin: inconclusive"),
+               "m_tcs = 90 vs 0.6240 at 80: 0.57 pp) lead by less than the margin: inconclusive on its own numbers"),
     Claim("cifar10_m_tcs_increases", "An increase in accuracy performance when m_tcs increases from 20 to 60",
           "Fig. 5.9, §5.4.3", "final acc(m_tcs = 60) − final acc(m_tcs = 20), pseudo-central IID CIFAR-10", ">",
           modes=("full",)),
@@ -712,7 +713,7 @@ LEDGER = [
           "the worst final acc of the other m_tcs − final acc(the named m_tcs), gossip non-IID CIFAR-10", ">",
           settings=("m_e = 30, m_tcs = 70", "m_e = 40, m_tcs = 80", "m_e = 50, m_tcs = 80"), modes=("full",),
           note="the paper's own differences are 0.08, 0.12 and 0.14 pp (0.2572 − 0.2564, 0.2842 − 0.2830, "
-          "0.3017 − 0.3003): all inside the margin, inconclusive"),
+          "0.3017 − 0.3003): all inside the margin, inconclusive on its own numbers"),
     Claim("t51_values", "Table 5.1's accuracies (pseudo-central, IID, m_tcs = 70, 20 rounds, C = 0.5, 1, 2, 4)",
           "Table 5.1", "mean over C of |ours − paper|", "≈",
           settings=tuple(f"{NAMES[d]}, {NOISE_READINGS[r]}" for d in ("mnist", "cifar10") for r in NOISE_READINGS),

@@ -217,7 +217,7 @@ LEDGER = [
              "vs 0.301)", "Table 2", "final test accuracy, k = 8 (mean over x) − fedEraser", ">",
              note="the paper states it for LeNet5 (Table 2); the ResNet-mini and ConvNet settings are ours. The "
                   "paper's own Table 2 gives it in 5 of its 8 rows (MNIST non-iid and CelebA within the margin), "
-                  "Table 3 in 2 of 8 (CIFAR-10 non-iid the reverse, 2.6 pp)"),
+                  "Table 3 in 2 of 8 (CIFAR-10 non-iid the reverse, 2.6 pp) on its own numbers"),
     *_claims("std_over_x_shrinks", "As k increases, the standard deviation over x decreases (no or infrequent "
              "retraining even for stronger deniability)", "§4, Tables 2-3",
              "std over x of the final accuracy: mean of k ∈ {4, 6} − mean of k ∈ {8, 10}", ">",
@@ -235,12 +235,13 @@ LEDGER = [
                   "Table 4. The paper's own seconds per request (Tables 4-5) give it with LeNet5 in 7 of 8 rows "
                   "(Fashion-MNIST iid: 1.9×, inside the margin) but with ResNet-mini in 3 of 8: there k = 4 takes "
                   "0.77 – 0.82 of fedAvg_retrain's time on MNIST non-iid, Fashion-MNIST iid and CelebA non-iid, "
-                  "so Table 5 contradicts the statement"),
+                  "so Table 5 contradicts the statement: not reproduced on its own numbers"),
     *_claims("time_falls_with_k", "Negative correlation between the privacy parameter k and the retraining time",
              "§4, Tables 4-5, Fig. 26", "(rounds replayed by k = 4 − by k = 10, each the mean over x) ÷ rounds "
              "replayed by fedAvg_retrain", ">", unit="relative",
              note="the paper's own seconds per request give it in 15 of the 16 rows of Tables 4-5; LeNet5 on "
-                  "CIFAR-10 non-iid (k = 4: 15.5 s, k = 10: 0.02 s, retraining 296 s) falls 5 % short of the margin"),
+                  "CIFAR-10 non-iid (k = 4: 15.5 s, k = 10: 0.02 s, retraining 296 s) falls 5 % short of the margin: "
+                  "inconclusive on its own numbers"),
     *_claims("no_retrain_large_k", "With k = 8 or 10 no retraining is required", "§4, Tables 4-5",
              "share of requests that needed a retrain, k ∈ {8, 10}, all x", "≈", unit="probability",
              note="a cluster of at least k members keeps x after k − x deletions, but more deletions in one cluster "
@@ -249,7 +250,8 @@ LEDGER = [
     Claim("speedup_500769", "Up to a staggering 500,769× improvement with k = 8 for FMNIST in the non-iid setting",
           "§4, abstract", "mean seconds per request, fedAvg_retrain ÷ k = 8 (mean over x), ÷ 500,769 − 1", "≈",
           unit="relative", settings=("fashion_mnist-noniid/cosine",), modes=("full",),
-          note="the paper's own Table 4 gives 223.77 / 0.023 ≈ 9,729× for that cell; the ratio of a retrain to "
+          note="the paper's own Table 4 gives 223.77 / 0.023 ≈ 9,729× for that cell (not reproduced on its own "
+               "numbers); the ratio of a retrain to "
                "bookkeeping depends on the machine"),
     *_claims("storage_30x", "About 30 times less server storage than fedEraser in all cases", "§4, Figs. 12, 35",
              "stored bytes, fedEraser ÷ k-IPfedAvg, ÷ 30 − 1", "≈", unit="relative", per_metric=False,

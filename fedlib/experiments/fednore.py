@@ -713,7 +713,8 @@ LEDGER = [
           "performance under DP-noise (best at λ1 = 1: 96.2 % vs 95.8 %)", "Fig. 3.6",
           "best accuracy, Fed-nore-1 (ours, λ1 = 1) − plain DPFL", ">", settings=(PAPER, OURS),
           note="the paper's gain (0.4 pp) is below the default margin: at our scale it can be inconclusive. The "
-               "thesis's own Table 3.3 (best results: 96.4 % vs 95.9 %, +0.5 pp) is inconclusive on it too"),
+               "thesis's own Table 3.3 (best results: 96.4 % vs 95.9 %, +0.5 pp) reads inconclusive on its own "
+               "numbers too"),
     Claim("nore2_improves", "The accuracy performance of Fed-nore-2 outperforms the plain DPFL when λ_nore2 is larger "
           "than zero (best at λ2 = 200: 96.3 %)", "Fig. 3.7", "best accuracy, Fed-nore-2 (ours, margin, λ2 = 200) − "
           "plain DPFL", ">", settings=(PAPER, OURS),

@@ -264,7 +264,7 @@ LEDGER = [
           "the clipping bound of 0.1, 1, 10", "§4.4.1, Table 4.3", "PSNR(the larger C) − PSNR(the smaller C), "
           "σC = 0.01, round 1", ">", unit="psnr", settings=("C = 0.1 → 1", "C = 1 → 10"), modes=("full",),
           note="the text's example step by step; larger_c_leaks_more reads its two ends. The thesis's own steps are "
-               "+3.14 and +0.80 dB: the second is inside the 1-dB margin too"),
+               "+3.14 and +0.80 dB: the second is inside the 1-dB margin too (inconclusive on its own numbers)"),
     Claim("prob_leak_falls_with_noise", "When the total noise increases the attack has a smaller probability of "
           "leak P(pl) (C = 1: 0.57 at σ = 0.001, 0.23 at σ = 1)", "Table 4.3, eq. 4.3",
           "P(pl)(C = 1, σ = 0.001) − P(pl)(C = 1, σ = 1), round 1", ">", unit="probability",
