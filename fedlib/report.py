@@ -73,7 +73,7 @@ def ledger_rows(chapter: str, root: str | Path | None = None) -> list[dict[str, 
             spread = reg.spread if reg is not None else None
             rows.append({
                 "key": key, "claim": claim.id, "setting": setting, "kind": claim.kind, "paper": claim.paper,
-                "evidence": claim.evidence, "metric": claim.metric,
+                "evidence": claim.evidence, "metric": claim.metric, "note": claim.note,
                 "test": f"{claim.direction} {format_value(claim.threshold, claim.unit).lstrip('+')}",
                 "paper's numbers": "–" if key not in own else
                 f"{format_value(own[key][0], claim.unit)}: {own[key][1]}",
@@ -374,9 +374,13 @@ def ledger_html(results: Results) -> str:
     swept = "no sweep registered" if registry is None else (
         f"seeds {', '.join(map(str, registry['seeds']))}; {' and '.join(map(str, registry['threads']))} thread(s)")
     rows = [{"statement (source)": f"{r['paper']} ({r['evidence']})" + (" [fact]" if r["kind"] == "fact" else ""),
-             "setting": r["setting"] or "–", "measured": r["metric"], "test": r["test"],
+             "setting": r["setting"] or "–",
+             "measured (our reading)": r["metric"] + (f" — {r['note']}" if r["note"] else ""), "test": r["test"],
              "the paper's own numbers on this test": r["paper's numbers"],
              f"quick verdict ({swept})": r["quick"], "quick spread": r["quick spread"],
              "this run": r["this run"], "full": r["full"], "full value": r["full value"]}
             for r in ledger_rows(results.chapter, root)]
-    return rows_html("The source's statements checked on our runs", rows)
+    return rows_html("The source's statements checked on our runs; 'the paper's own numbers on this test' applies "
+                     "each test to the paper's own tables where they report what it reads (where they do not pass "
+                     "it, the reading is stricter than the paper or the paper contradicts its words: the note after "
+                     "what we measure says which)", rows)

@@ -183,3 +183,14 @@ def test_the_report_counts_the_papers_own_numbers_on_our_tests():
     assert row["reproduced"] + row["inconclusive"] + row["not reproduced"] == \
         row["claim settings with the paper's numbers"] > 100
     assert "faster_than_retrain_small_k_full: 3" in row["not reproduced on the paper's own numbers (claim: settings)"]
+
+
+def test_the_ledger_page_shows_each_claims_note_and_the_papers_own_numbers(tmp_path):
+    from fedlib.report import ledger_html
+
+    quick = fake_run("quick", [0.8], VALUES)
+    quick.save(tmp_path / "r")
+    page = ledger_html(quick)
+    noted = next(c for c in LEDGER if c.note)
+    assert noted.note.split(",")[0] in page  # the interpretation a claim records is on the page, not only in its file
+    assert "the paper&#x27;s own numbers on this test" in page or "the paper's own numbers on this test" in page
