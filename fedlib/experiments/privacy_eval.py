@@ -264,7 +264,8 @@ LEDGER = [
           "the clipping bound of 0.1, 1, 10", "§4.4.1, Table 4.3", "PSNR(the larger C) − PSNR(the smaller C), "
           "σC = 0.01, round 1", ">", unit="psnr", settings=("C = 0.1 → 1", "C = 1 → 10"), modes=("full",),
           note="the text's example step by step; larger_c_leaks_more reads its two ends. The thesis's own steps are "
-               "+3.14 and +0.80 dB: the second is inside the 1-dB margin too (inconclusive on its own numbers)"),
+               "+3.14 and +0.80 dB: the second is inside the 1-dB margin too (inconclusive on its own numbers); "
+               "Table 4.1 has C = 1, σ = 0.01 at 17.84 dB, not Table 4.3's 19.37, and from it the step reads +2.33 dB"),
     Claim("prob_leak_falls_with_noise", "When the total noise increases the attack has a smaller probability of "
           "leak P(pl) (C = 1: 0.57 at σ = 0.001, 0.23 at σ = 1)", "Table 4.3, eq. 4.3",
           "P(pl)(C = 1, σ = 0.001) − P(pl)(C = 1, σ = 1), round 1", ">", unit="probability",
@@ -305,7 +306,9 @@ LEDGER = [
           "under a smaller base noise scale since the total noise scale is not large enough", "Fig. 4.3, Table 4.3",
           "PSNR(median) − PSNR(C = 1), round 1, at the same σ", ">", unit="psnr",
           settings=("σ = 0.001", "σ = 0.01"), modes=("full",),
-          note="'weaker' read against C = 1, the chapter's default fixed bound (ours); Table 4.3: +1.40 and +7.40 dB"),
+          note="'weaker' read against C = 1, the chapter's default fixed bound (ours); Table 4.3: +1.40 and +7.40 dB. "
+               "Table 4.1 has C = 1, σ = 0.001 at 28.61 dB, not Table 4.3's 26.97: against it the median's 28.37 dB "
+               "is 0.24 dB lower"),
     Claim("median_usable_at_large_sigma", "When the base noise scale is large, the median clipping bound method can "
           "be chosen", "Fig. 4.3, Table 4.3", "PSNR(median) − PSNR(C = 1), round 1, σ = 1", "≈", unit="psnr",
           modes=("full",), note="read as protection like C = 1's (ours); Table 4.3: −0.19 dB. At σ = 1 every bound's "
