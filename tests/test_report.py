@@ -183,6 +183,15 @@ def test_the_report_counts_the_papers_own_numbers_on_our_tests():
     assert row["reproduced"] + row["inconclusive"] + row["not reproduced"] == \
         row["claim settings with the paper's numbers"] > 100
     assert "faster_than_retrain_small_k_full: 3" in row["not reproduced on the paper's own numbers (claim: settings)"]
+    # ADPDFL's full run is complete: 'only a small degradation compared to DP-FedAvg' is not reproduced by ours and
+    # by the thesis's own Table 5.4, but ours is far *above* DP-FedAvg with central noise, the thesis's far below:
+    # not the same failure. Deniability's 'k = 4 is the worst column' (row-wise L2): ours and Table 2's MNIST-iid row
+    # both have k = 4 above another column (ours by 22-30 pp, the paper's by 0.5)
+    key = "our 'not reproduced' the paper's own numbers fail too, on the same side (quick / full)"
+    assert rows["ADPDFL"][key] == "0 / 0" and rows["Plausible deniability"][key].startswith("1 / ")
+    # ... and ours is within 1 pp of its Non-Private twin and of DP-FedAvg (client noise) where Table 5.4 is 2.7-5.1 pp
+    # below: the words reproduced where the thesis's numbers are not
+    assert rows["ADPDFL"]["our 'reproduced' the paper's own numbers fail (quick / full)"] == "0 / 3"
 
 
 def test_the_ledger_page_shows_each_claims_note_and_the_papers_own_numbers(tmp_path):
