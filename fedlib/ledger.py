@@ -201,7 +201,10 @@ def paper_verdicts(ledger: Sequence[Claim], values: dict[str, float]) -> dict[st
     bad = sorted(k for k, v in values.items() if not isinstance(v, (int, float)) or not math.isfinite(v))
     if bad:
         raise ValueError(f"paper values must be finite numbers; got {[(k, values[k]) for k in bad]}")
-    return {k: (float(v), outcome(keys[k], v)) for k, v in values.items()}
+    # the papers print a few decimals: a difference of them that lands on a margin (0.02 − 0.01 = 0.009999...98)
+    # must be judged as the decimal it is, not as its float rounding
+    exact = {k: round(float(v), 10) for k, v in values.items()}
+    return {k: (v, outcome(keys[k], v)) for k, v in exact.items()}
 
 
 def unacknowledged(ledger: Sequence[Claim], values: dict[str, float]) -> list[str]:

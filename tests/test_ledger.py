@@ -455,6 +455,8 @@ def test_the_papers_own_numbers_get_the_claims_own_test_and_a_failing_one_must_b
                                               "ack": (-0.03, "not reproduced")}
     assert unacknowledged(ledger, values) == ["close/fmnist", "close/mnist"]  # ack's note says so; gt passes
     assert unacknowledged(ledger, {"gt": 0.02}) == []
+    # a paper's std printed as 0.02 and 0.01: their difference sits on the margin and reads as the decimal it is
+    assert paper_verdicts(ledger, {"gt": (0.02 + 0.01) / 2 - (0.0 + 0.01) / 2})["gt"] == (0.01, "reproduced")
     with pytest.raises(KeyError, match="close/cifar"):
         paper_verdicts(ledger, {"close/cifar": 0.0})
     with pytest.raises(ValueError, match="finite"):
