@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -250,15 +251,13 @@ def paper_self_check(root: str | Path | None = None) -> list[dict[str, Any]]:
         if not own:
             continue
         verdicts = [v for _, v in own.values()]
-        failing: dict[str, int] = {}
-        for key, (_, verdict) in own.items():
-            if verdict == "not reproduced":
-                failing[key.split("/")[0]] = failing.get(key.split("/")[0], 0) + 1
+        failing = Counter(key.split("/")[0] for key, (_, v) in own.items() if v == "not reproduced")
+        rows_own = [r for r in ledger_rows(chapter, root) if r["key"] in own]
         shared = {mode: sum(r[mode] == "not reproduced" and own[r["key"]][1] != "reproduced"
-                            and (r["values"][mode] or 0.0) * own[r["key"]][0] > 0
-                            for r in ledger_rows(chapter, root) if r["key"] in own) for mode in MODES}
-        beyond = {mode: sum(r[mode] == "reproduced" and own[r["key"]][1] == "not reproduced"
-                            for r in ledger_rows(chapter, root) if r["key"] in own) for mode in MODES}
+                            and (r["values"][mode] or 0.0) * own[r["key"]][0] > 0 for r in rows_own)
+                  for mode in MODES}
+        beyond = {mode: sum(r[mode] == "reproduced" and own[r["key"]][1] == "not reproduced" for r in rows_own)
+                  for mode in MODES}
         rows.append({"chapter": TITLES[chapter], "claim settings with the paper's numbers": len(own),
                      **{v: verdicts.count(v) for v in VERDICTS},
                      "not reproduced on the paper's own numbers (claim: settings)": "; ".join(
