@@ -940,3 +940,13 @@ def paper_values() -> dict[str, float]:
     retrain, secs = T4[("fashion_mnist", "noniid")]
     put("speedup_500769", "fashion_mnist-noniid/cosine", retrain / secs[8][0] / 500769 - 1)
     return out
+
+
+def paper_row_verdicts(claim_id: str) -> list[str]:
+    """The verdicts ``claim_id``'s test gives the paper's own table rows (:func:`paper_values`), one per row of
+    Tables 2-5 it reads: its cosine settings, since the paper ran one distance and both of ours get its number."""
+    from fedlib.ledger import paper_verdicts
+
+    own = paper_verdicts(LEDGER, paper_values())
+    return [v for k, (_, v) in own.items()
+            if k.split("/")[0] in (claim_id, f"{claim_id}_full") and not k.endswith("/rowwise_l2")]
