@@ -283,6 +283,22 @@ def test_full_mode_plans_its_units_and_blocks_the_fl_attack_before_any_unit_runs
                                                   "reproduced", "not reproduced", "inconclusive"}
 
 
+def test_full_mode_without_cifar10_blocks_fig_4_7_and_still_assembles(monkeypatch):
+    """A data root without CIFAR-10 (a GPU call carries MNIST and the CIFAR-100 subset only) blocks Fig. 4.7's
+    units; the attack units still run and the chapter assembles, its Fig. 4.7 claims not run."""
+    import fedlib.experiments.privacy_eval as chapter
+    from fedlib.units import Units
+
+    monkeypatch.setattr(chapter, "_check_f47_data", lambda subset: "Fig. 4.7: no CIFAR-10 here")
+    units = Units("privacy_eval", "full", 0, plan_only=True)
+    res = chapter.run(chapter.FULL, mode="full", seed=0, units=units)
+    summary = units.summary()
+    assert summary["blocked"]["f47/*"] == "Fig. 4.7: no CIFAR-10 here"
+    assert not any(u.startswith("f47/") for u in summary["missing"])
+    f47 = [c for c in res.claims if c["id"].startswith("f47_")]
+    assert f47 and {c["outcome"] for c in f47} == {"not run"}
+
+
 def test_chapter_bad_input_names_the_parameter():
     from fedlib.experiments.privacy_eval import QUICK, SingleEnd, run
 

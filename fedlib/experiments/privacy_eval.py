@@ -1402,7 +1402,7 @@ def _measure(res: Results, tab: _Tables, built: dict, f47_test: int | None) -> N
         ours = f47.get((c, 1.0, "kaiming"))
         res.measure(claim["f47_values"], _diff(ours, F47[(c, 1.0)]),
                     f"final accuracy {_fmt(ours, 3)} (paper {F47[(c, 1.0)]})", setting=f"C = {c:g}",
-                    test_images=f47_test, accuracies=(ours,))
+                    test_images=None if ours is None else f47_test, accuracies=None if ours is None else (ours,))
 
 
 def paper_values() -> dict[str, float]:
