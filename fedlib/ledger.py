@@ -9,8 +9,8 @@ value into one of three verdicts:
 * ``">"`` (the paper says the effect is positive): reproduced if value ≥ margin, not reproduced if value ≤ −margin,
   inconclusive in between;
 * ``"<"``: the mirror image;
-* ``"≈"`` (the paper says two things are close): reproduced if ``|value|`` ≤ margin, not reproduced if ``|value|`` ≥ 2·margin,
-  inconclusive in between.
+* ``"≈"`` (the paper says two things are close): reproduced if ``|value|`` ≤ margin, not reproduced if
+  ``|value|`` ≥ 2·margin, inconclusive in between.
 
 One run is not a verdict. :func:`register` combines the runs of a seed sweep (quick mode: seeds 0-4, 1 and 2 torch
 threads): a verdict is decisive only when *every* run gives it *and* a new seed would give it too: the one-sided

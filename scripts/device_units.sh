@@ -21,6 +21,7 @@ checks=1
 [ $# -gt 0 ] || { echo "no lanes given (CHAPTER=PATTERN[,PATTERN...])" >&2; exit 2; }
 began=$(date +%s)
 out=${OUT:-/tmp/device-out}
+rm -rf /tmp/lanes  # a warm machine keeps the last call's lane logs
 mkdir -p "$out" /tmp/lanes
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 FEDLIB_DEVICE=${FEDLIB_DEVICE:-cuda} FEDLIB_NUM_THREADS=2 OMP_NUM_THREADS=2
 export FEDLIB_DATA=$PWD/.devdata FEDLIB_RESULTS=$PWD/results
