@@ -20,11 +20,12 @@ from pathlib import Path
 
 import torch
 
-from benchmarks import attacks, cnn_layout, dpsgd_step, evaluate_many, fl_round, gpu_round, unlearning_round
+from benchmarks import (attacks, batched_cnn, cnn_layout, dpsgd_step, evaluate_many, fl_round, gpu_round,
+                        unlearning_round)
 from benchmarks.timing import Timing, thread_report
 from fedlib.experiments.common import set_threads
 
-ROWS = [fl_round, attacks, dpsgd_step, unlearning_round, evaluate_many, cnn_layout, gpu_round]
+ROWS = [fl_round, attacks, dpsgd_step, unlearning_round, evaluate_many, cnn_layout, batched_cnn, gpu_round]
 
 
 def _spread(t: Timing, unit: str = "", digits: int = 4) -> str:

@@ -1,7 +1,10 @@
 """Vectorised clients of unequal sizes (quantity skew): every padded client trains exactly as it would alone."""
 
+import copy
+
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from fedlib.data.datasets import Split
@@ -68,6 +71,32 @@ def test_equal_clients_through_either_path_agree():
     run = [trainer.train(start, x, y, steps=steps, batch_size=4, lr=0.3,
                          generators=[torch.Generator().manual_seed(i) for i in range(4)]) for steps in (3, [3] * 4)]
     assert torch.allclose(run[0], run[1], atol=1e-6)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cpu_cnn_clients_take_their_gradients_one_at_a_time(weighted):
+    """A CNN on a CPU: each client's gradient is exactly a lone module's backward pass (no vmap), and within float32
+    rounding of the vmapped gradient the GPU takes; an MLP and a network with dropout keep their batched paths."""
+    split, parts = data(), list(torch.split(torch.arange(32), 8))
+    x, y = stack_clients(split, parts)
+    w = torch.rand(y.shape, generator=torch.Generator().manual_seed(3))
+    cnn = models()[1]
+    trainer = BatchedClients(cnn)
+    assert trainer.client_by_client
+    theta = torch.randn(len(parts), trainer.dim, generator=torch.Generator().manual_seed(2)) * 0.3
+    got = trainer._gradients(theta, x, y, w if weighted else None)
+    for i in range(len(parts)):
+        lone = copy.deepcopy(cnn)
+        torch.nn.utils.vector_to_parameters(theta[i], lone.parameters())
+        losses = F.cross_entropy(lone(x[i]), y[i], reduction="none")
+        ((losses * w[i]).sum() if weighted else losses.mean()).backward()
+        assert torch.equal(got[i], torch.cat([p.grad.reshape(-1) for p in lone.parameters()])), i
+    params = trainer._unflatten(theta)
+    vmapped = trainer._weighted_grads(params, x, y, w) if weighted else trainer._grads(params, x, y)
+    assert torch.allclose(got, trainer._flatten(vmapped), rtol=1e-5, atol=1e-6)
+    assert not BatchedClients(models()[0]).client_by_client
+    assert not BatchedClients(nn.Sequential(nn.Conv2d(1, 2, 3), nn.Dropout(0.1), nn.Flatten(),
+                                            nn.Linear(8, 3))).client_by_client
 
 
 def test_accuracy_ignores_padding():

@@ -12,7 +12,9 @@ on its own samples only, as it would alone.
 A network with dropout gets a fresh mask per client and local step (``vmap`` with ``randomness="different"``),
 drawn from the global generator seeded, inside ``torch.random.fork_rng``, by one number from each client's
 generator: the same seed gives the same masks, but a client's masks depend on who else was sampled in the round.
-Evaluation (:meth:`BatchedClients.accuracy`, :meth:`BatchedClients.losses`) runs with dropout off.
+Evaluation (:meth:`BatchedClients.accuracy`, :meth:`BatchedClients.losses`) runs with dropout off. On a CPU a CNN
+without dropout takes its clients' gradients one client at a time instead (``torch.func.grad`` without ``vmap``): the
+same arithmetic as a client trained alone, without vmap's grouped convolutions.
 
 :class:`BatchedLocalTrainer` is the engine's counterpart of :class:`~fedlib.fl.client.LocalTrainer` for a few MLP
 clients at a time (``run_federated(..., client_batch=k)``): the same local SGD on per-layer parameter stacks, updated
@@ -101,9 +103,15 @@ class BatchedClients:
 
         self.dropout = any(isinstance(m, nn.Dropout) and m.p > 0 for m in model.modules())
         randomness = "different" if self.dropout else "error"
-        self._grads = vmap(grad(loss), randomness=randomness)
-        self._weighted_grads = vmap(grad(weighted), randomness=randomness)
+        self._grad, self._weighted_grad = grad(loss), grad(weighted)
+        self._grads = vmap(self._grad, randomness=randomness)
+        self._weighted_grads = vmap(self._weighted_grad, randomness=randomness)
         self.mlp = mlp_linears(model) is not None and len(self.names) == len(list(model.parameters()))
+        # On a CPU, vmap turns each convolution into a grouped one: a step of 10 LeNet5 clients 1.8x and of 10
+        # ConvNet clients 2.7x slower than one client at a time, ResNet-mini and SIFU's CIFAR-10 CNN alike
+        # (benchmarks/batched_cnn.py, one quiet thread). Dropout keeps vmap, whose batched masks a client-by-client
+        # loop would not draw alike.
+        self.client_by_client = self.device.type == "cpu" and not self.mlp and not self.dropout
 
     def _data(self, t: Tensor) -> Tensor:
         """Data ``t`` on :attr:`device`: itself if it is there, else a copy, kept while ``t`` lives unchanged."""
@@ -127,6 +135,11 @@ class BatchedClients:
         """Each client's mean cross-entropy gradient (m, d) at its own parameters theta (m, d); with sample
         weights ``w`` (m, b), the gradient of Σ_j w_j ℓ_j instead."""
         params = self._unflatten(theta)
+        if self.client_by_client:
+            one = [{n: p[i] for n, p in params.items()} for i in range(theta.shape[0])]
+            grads = [self._grad(one[i], x[i], y[i]) if w is None else self._weighted_grad(one[i], x[i], y[i], w[i])
+                     for i in range(len(one))]
+            return torch.stack([self._flatten({n: g[n].unsqueeze(0) for n in self.names})[0] for g in grads])
         if not self.mlp:
             return self._flatten(self._grads(params, x, y) if w is None else self._weighted_grads(params, x, y, w))
         tensors = [params[n] for n in self.names]
