@@ -454,3 +454,21 @@ def test_the_papers_own_tables_measured_on_the_claims():
     close = chapter.paper_row_verdicts("high_k_close_to_fedavg")
     assert (len(close), close.count("reproduced")) == (16, 6)
     assert chapter.paper_row_verdicts("faster_than_retrain_small_k").count("not reproduced") == 3
+
+
+@pytest.mark.parametrize("eraser, verdict", [(0.8032, "inconclusive"), (0.7833, "reproduced")])
+def test_full_accuracy_gaps_must_clear_the_test_sets_sampling_bound(eraser, verdict):
+    """fedAvg_retrain 1.01 pp above fedEraser on 10,000 test images (the committed non-iid Fashion-MNIST pair) clears
+    the 1-pp margin by less than test-set sampling can move it: inconclusive, not reproduced; 3 pp clears it."""
+    from fedlib.results import Results
+
+    res = Results("deniability", "full", 0, {})
+    v = chapter.Variant("T2", "fashion_mnist", "noniid", "lenet5", {},
+                        runs={"fedAvg_retrain": {"accuracy": [0.8133], "requests": [], "stored_bytes": 1},
+                              "fedEraser": {"accuracy": [eraser], "requests": [], "stored_bytes": 30}})
+    chapter._measure(res, chapter.FULL, [v], [(k, x) for k in chapter.FULL.ks for x in chapter.FULL.xs if x < k],
+                     {"fashion_mnist": 10_000})
+    assert res.measured["fedavg_above_federaser_full/fashion_mnist-noniid"]["sampling"]["test_images"] == 10_000
+    res.evaluate(chapter.LEDGER)
+    outcome = next(c["outcome"] for c in res.claims if c["key"] == "fedavg_above_federaser_full/fashion_mnist-noniid")
+    assert outcome == verdict

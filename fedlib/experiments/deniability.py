@@ -443,7 +443,7 @@ def run(config: DeniabilityConfig = QUICK, *, mode: str = "quick", seed: int = 0
                                           for row in (rows or [])])
     _measure_verification(res, checks)
     _theory(res, cfg, seed, units)
-    _measure(res, cfg, variants, pairs)
+    _measure(res, cfg, variants, pairs, {ds: cfg.test_images or len(test) for ds, (_, test) in splits.items()})
     for claim in LEDGER:  # a blocked dataset's claims say why they are not run
         for setting in claim.settings:
             ds = next((d for d in blocked if f"{d}-" in setting), None)
@@ -822,58 +822,69 @@ def _largest_fall(values: list[float], relative: bool = False) -> float:
     return max([0.0, *falls])
 
 
-def _measure(res: Results, cfg: DeniabilityConfig, variants: list[Variant], pairs: list[tuple[int, int]]) -> None:
-    """This run's value of every claim of :data:`LEDGER` on every setting it ran."""
+def _measure(res: Results, cfg: DeniabilityConfig, variants: list[Variant], pairs: list[tuple[int, int]],
+             tests: dict[str, int]) -> None:
+    """This run's value of every claim of :data:`LEDGER` on every setting it ran. ``tests``: the test images each
+    dataset's accuracies were measured on, so that a full-mode verdict read off final accuracies must clear its
+    margin by the test set's sampling bound too (:meth:`~fedlib.results.Results.measure`)."""
     claims = {c.id: c for c in LEDGER}
 
-    def record(claim_id: str, setting: str, value: float | None, detail: str) -> None:
+    def record(claim_id: str, setting: str, value: float | None, detail: str, **read_off: Any) -> None:
+        """``read_off``: ``test_images`` and ``accuracies`` (and ``weights``) where ``value`` is read off final test
+        accuracies."""
         for cid in (claim_id, f"{claim_id}_full"):
             if cid in claims and setting in claims[cid].settings:
                 if res.mode in claims[cid].modes:
-                    res.measure(claims[cid], value, detail, setting=setting)
+                    res.measure(claims[cid], value, detail, setting=setting, **(read_off if value is not None else {}))
                 return
 
     largest = {k: max(x for kk, x in pairs if kk == k) for k in cfg.ks}
     for v in variants:
+        n = tests[v.dataset]
         fedavg, eraser = _final(v.runs.get("fedAvg_retrain")), _final(v.runs.get("fedEraser"))
         record("fedavg_above_federaser", v.label, None if None in (fedavg, eraser) else fedavg - eraser,
-               f"fedAvg {fedavg}, fedEraser {eraser}")
+               f"fedAvg {fedavg}, fedEraser {eraser}", test_images=n, accuracies=(fedavg, eraser))
         paper = (T2 if v.table == "T2" else T3).get((v.dataset, v.partition))
         record("fedavg_matches_paper", v.label, None if fedavg is None or paper is None else fedavg - paper[0],
-               f"fedAvg {fedavg}, paper {paper and paper[0]}")
+               f"fedAvg {fedavg}, paper {paper and paper[0]}", test_images=n, accuracies=(fedavg,))
         kip = [r for name, r in v.runs.items() if name.startswith("k") and r is not None]
         e_run = v.runs.get("fedEraser")
         ratio = None if not kip or e_run is None else e_run["stored_bytes"] / _mean([r["stored_bytes"] for r in kip])
         record("storage_30x", v.label, None if ratio is None else ratio / 30 - 1, f"fedEraser ÷ k-IPfedAvg {ratio}")
         fa_run = v.runs.get("fedAvg_retrain")
         for metric in (cfg.metrics if v.table == "T2" else cfg.metrics[:1]):
-            _measure_kip(record, cfg, v, metric, pairs, largest, fedavg, eraser, fa_run)
+            _measure_kip(record, cfg, v, metric, pairs, largest, fedavg, eraser, fa_run, n)
         if "strict" in v.runs:
             strict = _final(v.runs["strict"])
             record("strict_dp_comparable", v.setting(cfg.metrics[0]),
-                   None if None in (strict, fedavg) else strict - fedavg, f"strict {strict}, fedAvg {fedavg}")
+                   None if None in (strict, fedavg) else strict - fedavg, f"strict {strict}, fedAvg {fedavg}",
+                   test_images=n, accuracies=(strict, fedavg))
     excess = max(eq15_epsilon(sigma_paper(50, e, 1e-5), 50, e, 1e-5) / e - 1 for e in SIGMA_MIN)
     record("theorem_31_sigma", "", excess, ", ".join(
         f"ε {e:g}: {eq15_epsilon(sigma_paper(50, e, 1e-5), 50, e, 1e-5):.3f}" for e in SIGMA_MIN))
 
 
-def _measure_kip(record: Callable[[str, str, float | None, str], None], cfg: DeniabilityConfig, v: Variant,
-                 metric: str, pairs: list[tuple[int, int]], largest: dict[int, int], fedavg: float | None,
-                 eraser: float | None, fa_run: dict[str, Any] | None) -> None:
-    """The k-IPfedAvg claims of one variant and distance."""
+def _measure_kip(record: Callable[..., None], cfg: DeniabilityConfig, v: Variant, metric: str,
+                 pairs: list[tuple[int, int]], largest: dict[int, int], fedavg: float | None, eraser: float | None,
+                 fa_run: dict[str, Any] | None, test_images: int) -> None:
+    """The k-IPfedAvg claims of one variant and distance (``test_images``: what the accuracies were measured on)."""
     setting = v.setting(metric)
     acc = {k: _over_x(v, metric, k, pairs, lambda r: r["accuracy"][-1]) for k in cfg.ks}
     mean = {k: None if a is None else _mean(a) for k, a in acc.items()}
     std = {k: None if a is None else _std(a) for k, a in acc.items()}
     big = [mean.get(k) for k in (8, 10) if k in mean]
     ok = big and None not in big and fedavg is not None
+    high = [(a, 1 / (len(big) * len(acc[k]))) for k in (8, 10) if k in mean and acc[k] for a in acc[k]] if ok else []
     record("high_k_close_to_fedavg", setting, _mean(big) - fedavg if ok else None,
-           f"fedAvg {fedavg}, k ≥ 8: {big}")
+           f"fedAvg {fedavg}, k ≥ 8: {big}", test_images=test_images,
+           accuracies=(*(a for a, _ in high), fedavg), weights=(*(w for _, w in high), -1.0))
     others = [mean.get(k) for k in cfg.ks if k != 4]
     ok = 4 in mean and mean[4] is not None and others and None not in others
     record("k4_worst_column", setting, mean[4] - min(others) if ok else None, f"by k: {mean}")
+    eight = acc.get(8) or []
     record("k8_beats_federaser", setting, None if None in (mean.get(8), eraser) else mean[8] - eraser,
-           f"k = 8 {mean.get(8)}, fedEraser {eraser}")
+           f"k = 8 {mean.get(8)}, fedEraser {eraser}", test_images=test_images, accuracies=(*eight, eraser),
+           weights=(*[1 / max(len(eight), 1)] * len(eight), -1.0))
     small, large = [std.get(k) for k in (4, 6)], [std.get(k) for k in (8, 10)]
     ok = None not in small + large and all(k in std for k in (4, 6, 8, 10))
     record("std_over_x_shrinks", setting, _mean(small) - _mean(large) if ok else None, f"std over x by k: {std}")
