@@ -459,7 +459,7 @@ def test_the_papers_own_tables_measured_on_the_claims():
 @pytest.mark.parametrize("eraser, verdict", [(0.8032, "inconclusive"), (0.7833, "reproduced")])
 def test_full_accuracy_gaps_must_clear_the_test_sets_sampling_bound(eraser, verdict):
     """fedAvg_retrain 1.01 pp above fedEraser on 10,000 test images (the committed non-iid Fashion-MNIST pair) clears
-    the 1-pp margin by less than test-set sampling can move it: inconclusive, not reproduced; 3 pp clears it."""
+    the 1-pp margin by less than test-set sampling can move it: inconclusive rather than reproduced; 3 pp clears it."""
     from fedlib.results import Results
 
     res = Results("deniability", "full", 0, {})

@@ -136,10 +136,12 @@ class BatchedClients:
         weights ``w`` (m, b), the gradient of Σ_j w_j ℓ_j instead."""
         params = self._unflatten(theta)
         if self.client_by_client:
-            one = [{n: p[i] for n, p in params.items()} for i in range(theta.shape[0])]
-            grads = [self._grad(one[i], x[i], y[i]) if w is None else self._weighted_grad(one[i], x[i], y[i], w[i])
-                     for i in range(len(one))]
-            return torch.stack([self._flatten({n: g[n].unsqueeze(0) for n in self.names})[0] for g in grads])
+            flat = []
+            for i in range(theta.shape[0]):
+                one = {n: p[i] for n, p in params.items()}
+                g = self._grad(one, x[i], y[i]) if w is None else self._weighted_grad(one, x[i], y[i], w[i])
+                flat.append(torch.cat([g[n].reshape(-1) for n in self.names]))
+            return torch.stack(flat)
         if not self.mlp:
             return self._flatten(self._grads(params, x, y) if w is None else self._weighted_grads(params, x, y, w))
         tensors = [params[n] for n in self.names]
