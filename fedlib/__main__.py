@@ -216,8 +216,8 @@ def _status(args: argparse.Namespace) -> int:
     from fedlib.units import estimate_left
 
     here = device()
-    print(f"{'chapter':14} {'units done':>10}  {f'est. left on {here} (from finished units like them)':>49}  blocked")
-    unplanned = 0
+    print(f"{'chapter':14} {'units done':>11}{'':19}  {f'est. left on {here} (from finished units like them)':>49}  blocked")
+    unplanned, unfound = 0, 0
     for chapter in CHAPTER_MODULES:
         if not supports(chapter, "units"):
             print(f"{chapter:14} {'(not split into units yet)':>24}")
@@ -230,9 +230,16 @@ def _status(args: argparse.Namespace) -> int:
             continue
         left_text = estimate_left(summary, here).text()
         blocked = "; ".join(f"{u}: {r.splitlines()[0]}" for u, r in summary["blocked"].items()) or "–"
-        print(f"{chapter:14} {summary['done']:>4} / {summary['total']:<4}  {left_text:>49}  {blocked}")
+        # a blocked group's units are not in the total: say so, or "0 / 3" reads as a chapter of three units
+        n = len(summary["blocked"])
+        groups = f" +{n} group{'s' * (n != 1)} blocked" if n else ""
+        unfound += any(r.startswith("Dataset ") and " was not found under " in r for r in summary["blocked"].values())
+        print(f"{chapter:14} {summary['done']:>4} / {summary['total']:<4}{groups:<19}  {left_text:>49}  {blocked}")
         if args.missing:
             print("".join(f"    {unit}\n" for unit in summary["missing"]), end="")
+    if unfound:
+        print(f"{unfound} chapter(s) have unit groups blocked by a dataset the data root lacks (the totals leave their "
+              "units out): FEDLIB_DATA or internet access would unblock them")
     if unplanned:
         print(f"{unplanned} chapter(s) could not be planned: point FEDLIB_DATA at the data root (torchvision's layout; "
               "`bash scripts/setup.sh` uses ../shared/data when it exists) or run once with internet access")

@@ -126,7 +126,8 @@ def test_status_names_a_chapter_it_cannot_plan_and_goes_on(monkeypatch, capsys):
             raise DatasetNotFoundError("Dataset 'mnist' was not found under /nowhere and could not be downloaded.\nmore")
         planned = real(chapter, mode, **kwargs)
         if chapter == "audit":  # a blocked group whose reason spans lines, as a download error does
-            planned.units["blocked"] = {"x/*": "needs the full X (found 3)\nTried https://..."}
+            planned.units["blocked"] = {"y/*": "Dataset 'y' was not found under /nowhere and could not be downloaded",
+                                        "x/*": "needs the full X (found 3)\nTried https://..."}
         return planned
 
     monkeypatch.setattr(experiments, "run_chapter", run_chapter)
@@ -139,6 +140,8 @@ def test_status_names_a_chapter_it_cannot_plan_and_goes_on(monkeypatch, capsys):
     assert " / " in lines["foundations"] and " / " in lines["audit"]  # the chapters that could be planned
     assert lines["audit"].endswith("x/*: needs the full X (found 3)") and "Tried" not in out
     assert "1 chapter(s) could not be planned" in out
+    assert " +2 groups blocked " in lines["audit"] and "blocked" not in lines["foundations"]
+    assert "1 chapter(s) have unit groups blocked by a dataset the data root lacks" in out  # y, not x's subset
 
 
 def test_the_help_names_exactly_the_chapters_that_resume():
