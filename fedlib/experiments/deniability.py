@@ -224,7 +224,9 @@ LEDGER = [
              "std over x of the final accuracy: mean of k ∈ {4, 6} − mean of k ∈ {8, 10}", ">",
              note="the paper's own Tables 2-3 print the std to 0.01, so in 6 of their 16 rows this difference is "
                   "within the 1-pp margin of rounding (inconclusive on its own numbers) and CelebA non-iid "
-                  "(LeNet5) has it reversed (−1.5 pp)"),
+                  "(LeNet5) has it reversed (−1.5 pp). Ours: the x's of one k share one seeded training and request "
+                  "stream, so the std over x comes from retraining only (the paper's explanation) and is 0 where no "
+                  "request of that k retrains"),
     *_claims("sudden_drops", "Sudden drops in accuracy when x is high and k is low, from frequent retraining",
              "§4, Fig. 3", "largest one-round fall of the served accuracy: k = 4 at its largest x − k = 10 (mean "
              "over x)", ">", note="our rollback replays rounds t0..r−1 from G_{t0−1}; the authors' code reloads "
