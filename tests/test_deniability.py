@@ -472,3 +472,28 @@ def test_full_accuracy_gaps_must_clear_the_test_sets_sampling_bound(eraser, verd
     res.evaluate(chapter.LEDGER)
     outcome = next(c["outcome"] for c in res.claims if c["key"] == "fedavg_above_federaser_full/fashion_mnist-noniid")
     assert outcome == verdict
+
+
+@pytest.mark.parametrize("gap, verdict", [(0.0107, "inconclusive"), (0.05, "not reproduced")])
+def test_k4_worst_column_must_clear_the_test_sets_sampling_bound(gap, verdict):
+    """k = 4 1.07 pp above the worst other column (the committed iid Fashion-MNIST row, cosine) is a difference of
+    mean final accuracies on 10,000 test images: inside their sampling bound, so inconclusive, not 'not reproduced';
+    5 pp clears it."""
+    from fedlib.results import Results
+
+    def run(acc: float) -> dict:
+        return {"accuracy": [acc], "served_accuracy": [acc], "served_distance": [1.0], "distance": [1.0, 2.0],
+                "requests": [[2, 0, None, 0, 0.001]], "stored_bytes": 1}
+
+    pairs = [(k, x) for k in chapter.FULL.ks for x in chapter.FULL.xs if x < k]
+    column = {4: 0.80 + gap, 6: 0.81, 8: 0.80, 10: 0.82}
+    runs = {f"k{k}-x{x}-cosine": run(column[k]) for k, x in pairs}
+    runs |= {"fedAvg_retrain": run(0.81), "fedEraser": run(0.80)}
+    res = Results("deniability", "full", 0, {})
+    v = chapter.Variant("T2", "fashion_mnist", "iid", "lenet5", {}, runs=runs)
+    chapter._measure(res, chapter.FULL, [v], pairs, {"fashion_mnist": 10_000})
+    key = "k4_worst_column/fashion_mnist-iid/cosine"
+    assert res.measured[key]["sampling"]["test_images"] == 10_000
+    assert res.measured[key]["value"] == pytest.approx(gap)
+    res.evaluate(chapter.LEDGER)
+    assert next(c["outcome"] for c in res.claims if c["key"] == key) == verdict
