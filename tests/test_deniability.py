@@ -497,3 +497,34 @@ def test_k4_worst_column_must_clear_the_test_sets_sampling_bound(gap, verdict):
     assert res.measured[key]["value"] == pytest.approx(gap)
     res.evaluate(chapter.LEDGER)
     assert next(c["outcome"] for c in res.claims if c["key"] == key) == verdict
+
+
+@pytest.mark.parametrize("k4_fall, verdict", [(0.040, "inconclusive"), (0.120, "reproduced")])
+def test_sudden_drops_must_clear_the_test_sets_sampling_bound(k4_fall, verdict):
+    """k = 4's largest one-round fall 2.2 pp below k = 10's (the committed iid Fashion-MNIST row, cosine: 4.0 pp
+    against 6.2 pp) is a combination of served accuracies on 10,000 test images: inside its sampling bound, so
+    inconclusive, not 'not reproduced'; a 12-pp fall clears it. The recorded accuracies are the two sides of each
+    largest fall, and the value their weighted sum."""
+    from fedlib.results import Results
+
+    def run(served: list[float]) -> dict:
+        return {"accuracy": served, "served_accuracy": served, "served_distance": [1.0] * len(served),
+                "distance": [1.0, 2.0], "requests": [[2, 0, None, 0, 0.001]], "stored_bytes": 1}
+
+    pairs = [(k, x) for k in chapter.FULL.ks for x in chapter.FULL.xs if x < k]
+    steady = run([0.70, 0.80, 0.81])
+    runs = {f"k{k}-x{x}-cosine": steady for k, x in pairs}
+    runs |= {f"k10-x{x}-cosine": run([0.70, 0.80, 0.80 - 0.062, 0.80]) for x in (2, 3, 4)}
+    runs["k4-x3-cosine"] = run([0.70, 0.80, 0.80 - k4_fall, 0.79, 0.81])
+    runs |= {"fedAvg_retrain": steady, "fedEraser": steady}
+    res = Results("deniability", "full", 0, {})
+    v = chapter.Variant("T2", "fashion_mnist", "iid", "lenet5", {}, runs=runs)
+    chapter._measure(res, chapter.FULL, [v], pairs, {"fashion_mnist": 10_000})
+    key = "sudden_drops/fashion_mnist-iid/cosine"
+    measured = res.measured[key]
+    assert measured["value"] == pytest.approx(k4_fall - 0.062)
+    assert measured["sampling"]["test_images"] == 10_000
+    assert sorted(measured["sampling"]["accuracies"]) == pytest.approx(sorted(
+        [0.80, 0.80 - k4_fall, *[0.80, 0.738] * 3]))
+    res.evaluate(chapter.LEDGER)
+    assert next(c["outcome"] for c in res.claims if c["key"] == key) == verdict

@@ -818,10 +818,14 @@ def _theory(res: Results, cfg: DeniabilityConfig, seed: int, units: Units) -> No
                   f"last column: this run's T = {cfg.rounds}, p_u = {cfg.probability}", rows)
 
 
-def _largest_fall(values: list[float], relative: bool = False) -> float:
-    """The largest fall from one round to the next (relative to the level before it, if asked)."""
-    falls = [(a - b) / a if relative else a - b for a, b in zip(values, values[1:]) if not relative or a > 0]
-    return max([0.0, *falls])
+def _largest_relative_fall(values: list[float]) -> float:
+    """The largest fall from one round to the next, relative to the level before it (0 where none falls)."""
+    return max([0.0, *((a - b) / a for a, b in zip(values, values[1:]) if a > 0)])
+
+
+def _fall_pair(values: list[float]) -> tuple[float, float]:
+    """(before, after) of the largest fall from one round to the next ((0, 0) where the values never fall)."""
+    return max(((a, b) for a, b in zip(values, values[1:]) if a > b), key=lambda p: p[0] - p[1], default=(0.0, 0.0))
 
 
 def _measure(res: Results, cfg: DeniabilityConfig, variants: list[Variant], pairs: list[tuple[int, int]],
@@ -895,10 +899,19 @@ def _measure_kip(record: Callable[..., None], cfg: DeniabilityConfig, v: Variant
     ok = None not in small + large and all(k in std for k in (4, 6, 8, 10))
     record("std_over_x_shrinks", setting, _mean(small) - _mean(large) if ok else None, f"std over x by k: {std}")
     low = v.runs.get(f"k4-x{largest.get(4)}-{metric}")
-    high = _over_x(v, metric, 10, pairs, lambda r: _largest_fall(r["served_accuracy"])) if 10 in cfg.ks else None
-    record("sudden_drops", setting, None if low is None or high is None else
-           _largest_fall(low["served_accuracy"]) - _mean(high),
-           f"largest fall: k = 4 {None if low is None else _largest_fall(low['served_accuracy'])}, k = 10 {high}")
+    high = _over_x(v, metric, 10, pairs, lambda r: _fall_pair(r["served_accuracy"])) if 10 in cfg.ks else None
+    k4 = None if low is None else _fall_pair(low["served_accuracy"])
+    # the sampling bound takes the round of each largest fall as fixed: both sides of a fall are accuracies on the
+    # same test images, so the fall is the combination (+1, −1) of them; k = 10's falls enter with weights ∓1/|x|
+    falls = [] if k4 is None or high is None else [(k4, (1.0, -1.0)), *((p, (-1 / len(high), 1 / len(high)))
+                                                                      for p in high)]
+    falls = [(p, w) for p, w in falls if p[0] > p[1]]
+    record("sudden_drops", setting, None if k4 is None or high is None else
+           k4[0] - k4[1] - _mean([a - b for a, b in high]),
+           f"largest fall: k = 4 {None if k4 is None else k4[0] - k4[1]}, k = 10 "
+           f"{None if high is None else [a - b for a, b in high]}",
+           **({"test_images": test_images, "accuracies": [a for p, _ in falls for a in p],
+               "weights": [x for _, w in falls for x in w]} if falls else {}))
     rep = {k: _over_x(v, metric, k, pairs, _replayed) for k in cfg.ks}
     fa = None if fa_run is None else _replayed(fa_run)
     ok = fa and rep.get(4) is not None
@@ -920,7 +933,7 @@ def _measure_kip(record: Callable[..., None], cfg: DeniabilityConfig, v: Variant
     grow = [dist[k]["distance"][-1] / dist[k]["distance"][0] - 1 for k in (8, 10) if dist.get(k) is not None]
     record("distance_grows", setting, _mean(grow) if len(grow) == len([k for k in (8, 10) if k in cfg.ks]) and grow
            else None, f"last ÷ first − 1, k = 8, 10: {grow}")
-    falls = {k: _largest_fall(dist[k]["served_distance"], relative=True) for k in cfg.ks if dist.get(k) is not None}
+    falls = {k: _largest_relative_fall(dist[k]["served_distance"]) for k in cfg.ks if dist.get(k) is not None}
     ok = all(k in falls for k in cfg.ks) and any(k in (4, 6) for k in falls) and any(k in (8, 10) for k in falls)
     record("distance_drops_on_retrain", setting,
            _mean([falls[k] for k in falls if k in (4, 6)]) - _mean([falls[k] for k in falls if k in (8, 10)])
