@@ -47,8 +47,8 @@ allows. A value that is a mean over a sample of items, image by image (privacy e
 the same 100 images, subtracted), carries the one-sided 99 % confidence bound of those per-item values
 (:func:`confidence_halfwidth`), and a membership attack's ROC AUC (or a gap of two) :func:`auc_halfwidth`. A value
 that is not linear in the accuracies it reads (the share of rounds a run saves to first reach another run's best
-accuracy) carries the values it takes with that target moved by its sampling bound either way (``interval``): the
-verdict must hold at both ends. Quick
+accuracy; a mean over cells of ``|ours − the paper's|``, :func:`distance_interval`) carries the values it takes
+with its accuracies moved by their sampling bound either way (``interval``): the verdict must hold at both ends. Quick
 mode leaves this to the registered seed sweep (its verdicts do not change).
 
 A ``kind="fact"`` entry is bookkeeping that no defect of the implementation could flip (a count, an identity that
@@ -428,6 +428,20 @@ def combination_halfwidth(test_images: int, accuracies: Sequence[float], weights
                              f"{mean_square!r}")
         variance = max(mean_square - value * value, 0.0)
     return float(ndtri(level)) * math.sqrt(variance / test_images)
+
+
+def distance_interval(ours: Sequence[float], paper: Sequence[float], halfwidths: Sequence[float]
+                      ) -> tuple[float, float]:
+    """(low, high) of the mean over cells of ``|ours − paper|`` with each of our values moved by its one-sided bound
+    (``halfwidths``: e.g. :func:`sampling_halfwidth` of one model's accuracy, or :func:`confidence_halfwidth` of a
+    mean over seeds) towards the paper's number and away from it: the ends of the bound of a value that is not
+    linear in ours (an ``interval`` of :meth:`fedlib.results.Results.measure`)."""
+    if not ours or not len(ours) == len(paper) == len(halfwidths):
+        raise ValueError(f"ours, paper and halfwidths must give one number per cell each, got {len(ours)}, "
+                         f"{len(paper)} and {len(halfwidths)}")
+    gaps = [abs(o - q) for o, q in zip(ours, paper)]
+    return (sum(max(g - w, 0.0) for g, w in zip(gaps, halfwidths)) / len(gaps),
+            sum(g + w for g, w in zip(gaps, halfwidths)) / len(gaps))
 
 
 def auc_halfwidth(positives: int, aucs: Sequence[float], level: float = PREDICTION_LEVEL) -> float:

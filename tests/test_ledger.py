@@ -12,6 +12,7 @@ from fedlib.ledger import (
     combination_halfwidth,
     confidence_halfwidth,
     counts,
+    distance_interval,
     evaluate,
     format_value,
     ledger_signature,
@@ -461,3 +462,22 @@ def test_the_papers_own_numbers_get_the_claims_own_test_and_a_failing_one_must_b
         paper_verdicts(ledger, {"close/cifar": 0.0})
     with pytest.raises(ValueError, match="finite"):
         paper_verdicts(ledger, {"gt": math.nan})
+
+
+def test_distance_interval_moves_each_cell_by_its_bound_towards_and_away_from_the_paper():
+    """Mean over cells of |ours − paper| = (0.1 + 0.3) / 2; each cell moved by its halfwidth: the near end never
+    below 0 in a cell (0.1 − 0.15 → 0), the far end the gaps plus the halfwidths."""
+    low, high = distance_interval([0.5, 0.9], [0.6, 0.6], [0.15, 0.05])
+    assert (low, high) == pytest.approx(((0.0 + 0.25) / 2, (0.25 + 0.35) / 2))
+    with pytest.raises(ValueError, match="one number per cell"):
+        distance_interval([0.5, 0.9], [0.6], [0.1, 0.1])
+
+
+def test_a_distance_to_the_paper_inside_its_interval_is_inconclusive_in_full_mode():
+    """'≈' with a 1-pp margin is 'not reproduced' from 2 pp on: a 3-pp distance whose near end (3 − 1.5 pp) falls
+    short of that is inconclusive; with a 0.2-pp bound it is not reproduced."""
+    claim = Claim("values", "close to the paper", "T", "mean |ours − paper|", "≈")
+    for width, verdict in ((0.015, "inconclusive"), (0.002, "not reproduced")):
+        ends = distance_interval([0.83], [0.8], [width])
+        (entry,) = evaluate([claim], {"values": {"value": 0.03, "detail": "", "interval": list(ends)}}, "full")
+        assert entry["outcome"] == verdict

@@ -44,7 +44,7 @@ from fedlib.experiments.audit import add_audit_table, chapter_audit
 from fedlib.experiments.common import Federation, checkpoint_path, device, fresh_model, train_unit
 from fedlib.fl import FLConfig, LocalSGD, run_federated
 from fedlib.fl.engine import CORRECT, RunSummary, disagreement, mean_square, pack_correct
-from fedlib.ledger import Claim
+from fedlib.ledger import Claim, distance_interval, sampling_halfwidth
 from fedlib.results import Results
 from fedlib.rng import make_generator
 from fedlib.units import Units
@@ -766,26 +766,37 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
 
     def measure(claim_id: str, setting: str, value: Callable[[], Read] | None, values: dict[str, Spec | None],
                 detail: str = "", bound: Callable[[], Read] | None = None,
-                weights: Sequence[float] | None = (1.0, -1.0)) -> None:
+                weights: Sequence[float] | None = (1.0, -1.0), paper: dict[str, float] | None = None) -> None:
         """Record the value when every run it reads has a result (and the claim is evaluated in this mode); the
         detail names those results. ``bound``: in full mode, where units accumulate, an upper bound of the value
         from the runs done so far, recorded while some are missing (it decides the verdict only where the missing
         runs cannot change it). ``weights``: ``value()`` (and ``bound()``) name one run per weight, the value is
         Σ wₖ·acc(runₖ) and carries the test set's sampling bound (paired where the runs kept their per-image
-        results): (1, −1), the default, a difference acc(a) − acc(b); None: ``value()`` is a plain number (e.g.
-        a mean distance to the paper's cells)."""
+        results): (1, −1), the default, a difference acc(a) − acc(b); None: ``value()`` is a plain number.
+        ``paper``: the paper's number for each run of ``values``; the value is then the mean over them of
+        ``|acc − paper|`` (``value`` is None) and carries the ends of its test set's sampling
+        bound (:func:`fedlib.ledger.distance_interval`)."""
         got = {k: None if s is None else acc(s) for k, s in values.items()}
-        ready = all(v is not None for v in got.values()) and value is not None and res.mode in claim[claim_id].modes
+        ready = (all(v is not None for v in got.values()) and (value is not None or paper is not None)
+                 and res.mode in claim[claim_id].modes)
         at_most = not ready and bound is not None and res.mode == "full" and "full" in claim[claim_id].modes
         text = ", ".join(f"{k}: {'not run' if v is None else f'{v:.4f}'}" for k, v in got.items())
         ds = next((s.dataset for s in values.values() if s is not None), None)
-        read = value() if ready else bound() if at_most else None
         detail = "; ".join(t for t in (text, detail) if t)
+        n = tests.get(ds)
+        if paper is not None:
+            ours = [got[k] for k in paper]
+            read = sum(abs(a - q) for a, q in zip(ours, paper.values())) / len(ours) if ready else None
+            ends = None if n is None or read is None else distance_interval(
+                ours, list(paper.values()), [sampling_halfwidth(n, (a,)) for a in ours])
+            res.measure(claim[claim_id], read, detail, setting=setting, interval=ends)
+            return
+        read = value() if ready else bound() if at_most else None
         if weights is None or read is None:
             res.measure(claim[claim_id], read, detail, setting=setting, at_most=at_most)
             return
         accs = [acc(s) for s in read]
-        value_read, n = sum(w * a for w, a in zip(weights, accs)), tests.get(ds)
+        value_read = sum(w * a for w, a in zip(weights, accs))
         if n is None:
             res.measure(claim[claim_id], value_read, detail, setting=setting, at_most=at_most)
         elif len(weights) == 2 and tuple(weights) == (1.0, -1.0):
@@ -856,9 +867,8 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
                 measure("large_c_hurts_std_over_m", NAMES[ds], spread(large, "C = 1") if len(large) > 1 else None,
                         large)
             paper = T51[ds]
-            measure("t51_values", f"{NAMES[ds]}, {NOISE_READINGS[reading]}",
-                    lambda b=bounds: sum(abs(acc(s) - paper[s.bound]) for s in b.values()) / len(b) if b else None,
-                    bounds, weights=None)
+            measure("t51_values", f"{NAMES[ds]}, {NOISE_READINGS[reading]}", None, bounds,
+                    paper={k: paper[s.bound] for k, s in bounds.items()} if bounds else None)
 
     def by(values: Sequence, make: Callable[[object], Spec]) -> dict[str, Spec]:
         return {str(v): make(v) for v in values}
@@ -901,8 +911,7 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
     t52 = {f"({m}, {e})": s for (m, e), s in gossip("mnist", "non-iid", cfg.t52).items()}
     full_t52 = set(t52) == {f"({m}, {e})" for m, e in T52}
     measure("t52_best_cell", "", spread(t52, "(90, 50)") if full_t52 else None, t52)
-    measure("t52_values", "", (lambda: sum(abs(acc(s) - T52[(s.m_tcs, s.m_e)]) for s in t52.values()) / len(t52))
-            if full_t52 else None, t52, weights=None)
+    measure("t52_values", "", None, t52, paper={k: T52[(s.m_tcs, s.m_e)] for k, s in t52.items()} if full_t52 else None)
     for line, (members, best) in T52_LINES.items():
         cells = {f"({m}, {e})": t52.get(f"({m}, {e})") for m, e in members}
         measure("t52_line_optima", line, spread(cells, str(best)) if full_t52 else None, cells)
@@ -938,17 +947,15 @@ def _measure(res: Results, cfg: ADPDFLConfig, runs: dict[Spec, RunSummary | None
         measure("t53_worst_m_tcs", f"m_e = {e}, m_tcs = {worst}",
                 lowest(col, f"m_tcs = {worst}") if all(col.values()) else None, col,
                 bound=lowest(col, f"m_tcs = {worst}", partial=True))
-    measure("t53_values", "", (lambda: sum(abs(acc(s) - T53[(s.m_tcs, s.m_e)]) for s in t53.values()) / len(t53))
-            if full_t53 else None, named, weights=None)
+    measure("t53_values", "", None, named, paper={f"({m}, {e})": T53[(m, e)] for m, e in t53} if full_t53 else None)
     for ds in ("mnist", "cifar10"):
         for part in ("iid", "non-iid"):
             anchor = "Fake-cen Non-Private" if calibrated and (ds, part) == ("mnist", "iid") else None
             five = {f: t54(ds, part, f.split()[1] if f != "DP-FedAvg" else f,
                            "gossip" if f.startswith("Gossip") else "pseudo_central") for f in FRAMEWORKS if f != anchor}
             paper = dict(zip(FRAMEWORKS, T54[(ds, part)]))
-            measure("t54_values", f"{NAMES[ds]} {NAMES[part]}",
-                    lambda f5=five, p=paper: sum(abs(acc(s) - p[k]) for k, s in f5.items()) / len(f5), five,
-                    weights=None)
+            measure("t54_values", f"{NAMES[ds]} {NAMES[part]}", None, five,
+                    paper={k: paper[k] for k in five})
 
     # Theorem 8's guarantee against the mechanism as run; Theorem 9's trade-off (a fact)
     for proto, setting in (("pseudo_central", "pseudo-central, m_tcs = 70"), ("gossip", "gossip, m_tcs = 70, m_e = 30")):
