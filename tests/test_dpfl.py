@@ -6,7 +6,14 @@ import pytest
 import torch
 from torch.func import functional_call, grad, vmap
 
-from fedlib.algorithms.dpfl import cdp_fl, lcdp_fl, ldp_fl, moments_budget, rounds_within_budget
+from fedlib.algorithms.dpfl import (
+    cdp_fl,
+    epsilon_after_rounds,
+    lcdp_fl,
+    ldp_fl,
+    moments_budget,
+    rounds_within_budget,
+)
 from fedlib.algorithms.dpsgd import DPSGDConfig, train_dpsgd
 from fedlib.data import class_shards
 from fedlib.fl import (
@@ -124,6 +131,17 @@ def test_cdp_noise_placement_before_or_after_global_mgd(small_fed):
 def test_checks13_14_18_rounds_within_the_ldp_budget(sigma, q, per_round, eps, delta, rounds):
     assert rounds_within_budget(noise_multiplier=sigma, sample_rate=q, steps_per_round=per_round,
                                 budget=moments_budget(eps, delta)) == rounds
+
+
+@pytest.mark.parametrize("sigma,q,per_round,eps,delta", [(8.0, 0.01, 50, 0.5, 1e-6), (1.2, 0.1, 1, 8.0, 1e-3)])
+def test_the_budget_stops_at_the_first_round_whose_epsilon_exceeds_it(sigma, q, per_round, eps, delta):
+    """rounds_within_budget's stop T: T rounds spend at most the budget's ε and T + 1 more (what a chapter's detail
+    prints as the ε of the paper's round count)."""
+    budget = moments_budget(eps, delta)
+    stop = rounds_within_budget(noise_multiplier=sigma, sample_rate=q, steps_per_round=per_round, budget=budget)
+    spent = [epsilon_after_rounds(noise_multiplier=sigma, sample_rate=q, steps_per_round=per_round, rounds=t,
+                                  budget=budget) for t in (stop, stop + 1)]
+    assert spent[0] <= eps < spent[1]
 
 
 @pytest.mark.parametrize("sigma,rounds", [(4.0, 12), (6.0, 28), (8.0, 52), (10.0, 81), (16.0, 210)])
