@@ -8,7 +8,6 @@ from torch.func import functional_call, grad, vmap
 
 from fedlib.algorithms.dpfl import (
     cdp_fl,
-    epsilon_after_rounds,
     lcdp_fl,
     ldp_fl,
     moments_budget,
@@ -137,10 +136,12 @@ def test_checks13_14_18_rounds_within_the_ldp_budget(sigma, q, per_round, eps, d
 def test_the_budget_stops_at_the_first_round_whose_epsilon_exceeds_it(sigma, q, per_round, eps, delta):
     """rounds_within_budget's stop T: T rounds spend at most the budget's ε and T + 1 more (what a chapter's detail
     prints as the ε of the paper's round count)."""
+    from fedlib.privacy.accountant import MOMENTS_ORDERS, epsilon_curve
+
     budget = moments_budget(eps, delta)
     stop = rounds_within_budget(noise_multiplier=sigma, sample_rate=q, steps_per_round=per_round, budget=budget)
-    spent = [epsilon_after_rounds(noise_multiplier=sigma, sample_rate=q, steps_per_round=per_round, rounds=t,
-                                  budget=budget) for t in (stop, stop + 1)]
+    spent = epsilon_curve(noise_multiplier=sigma, sample_rate=q, steps=stop + 1, delta=delta, orders=MOMENTS_ORDERS,
+                          conversion=budget.conversion, steps_per_round=per_round)[-2:]
     assert spent[0] <= eps < spent[1]
 
 

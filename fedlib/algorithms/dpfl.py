@@ -108,15 +108,6 @@ def rounds_within_budget(*, noise_multiplier: float, sample_rate: float, steps_p
     return max_rounds
 
 
-def epsilon_after_rounds(*, noise_multiplier: float, sample_rate: float, steps_per_round: int, rounds: int,
-                         budget: PrivacyBudget, orders: Sequence[float] = MOMENTS_ORDERS) -> float:
-    """The ε that ``rounds`` rounds spend, at ``budget``'s δ and by its conversion: what
-    :func:`rounds_within_budget` compares with the budget's ε (e.g. the round the budget stops)."""
-    acc = RDPAccountant(orders)
-    acc.step(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=rounds * steps_per_round)
-    return acc.get_epsilon(budget.delta, budget.conversion)
-
-
 def thesis_epsilon(*, noise_multiplier: float, num_clients: int, clients_per_round: int, rounds: int, delta: float,
                    orders: Sequence[float] = DEFAULT_ORDERS, conversion: Conversion = "improved"
                    ) -> tuple[float, float]:

@@ -22,7 +22,6 @@ import torch
 
 from fedlib.algorithms.dpfl import (
     cdp_fl,
-    epsilon_after_rounds,
     epsilon_as_run,
     lcdp_fl,
     ldp_fl,
@@ -296,8 +295,10 @@ def lcdp_rounds(cfg: DPFLConfig, s: Setting) -> int:
 
 def lcdp_epsilon(cfg: DPFLConfig, s: Setting, rounds: int) -> float:
     """The ε the LCDP-FL track's CDP accountant has spent after ``rounds`` rounds (the budget's δ and conversion)."""
-    return epsilon_after_rounds(noise_multiplier=s.cdp_sigma, sample_rate=s.clients_per_round / s.num_clients,
-                                steps_per_round=1, rounds=rounds, budget=moments_budget(cfg.lcdp_epsilon, s.cdp_delta))
+    budget = moments_budget(cfg.lcdp_epsilon, s.cdp_delta)
+    return float(epsilon_curve(noise_multiplier=s.cdp_sigma, sample_rate=s.clients_per_round / s.num_clients,
+                               steps=rounds, delta=budget.delta, orders=MOMENTS_ORDERS,
+                               conversion=budget.conversion)[-1])
 
 
 def at_sigma(name: str, sigma: float, s: Setting) -> str:
