@@ -177,6 +177,32 @@ def test_rollback_replays_rounds_without_the_client():
     assert proof_of_deniability(run.clusters, 2, 3)
 
 
+def test_the_authors_reload_restarts_every_replayed_round_from_the_stored_g_t0():
+    """The public code's rollback (spec A6): each of rounds t0..r−1 trains from the stored G_{t0} (the model after
+    round t0), the replayed clusters overwrite L_t, the stored G_t and accuracies stay, and the model in service at
+    round r is round r−1's replay trained once more."""
+    fed, test, init = make_fed()
+    round_fn = kip_round(fed, WORK, k=3)
+    replay = train_with_requests(fed, round_fn, init, 6, {4: 2}, test, method="kip", x=3)
+    reload = train_with_requests(fed, round_fn, init, 6, {4: 2}, test, method="kip", x=3, rollback="reload")
+    q = reload.requests[0]
+    assert not q.denied and q.rollback == replay.requests[0].rollback and q.replayed_rounds == 4 - q.rollback
+    assert q.rollback < 3, "the schedule must replay at least two rounds"
+    plain = train_with_requests(fed, round_fn, init, 4, {}, test, method="kip", x=3)
+    assert all(torch.equal(plain.models[t], reload.models[t]) for t in range(4))  # G_t kept, not rewritten
+    assert reload.accuracy[:4] == plain.accuracy[:4]
+    active = [i for i in range(12) if i != 2]
+    outs = [round_fn(t, plain.models[q.rollback], active) for t in range(q.rollback, 4)]
+    assert all(reload.clusters[t] == outs[t - q.rollback][1] for t in range(q.rollback, 4))
+    theta, _, _ = round_fn(4, outs[-1][0], active)
+    assert torch.equal(theta, reload.models[4]) and not torch.equal(theta, replay.models[4])
+    assert proof_of_deniability(reload.clusters, 2, 3)
+    denied = train_with_requests(fed, round_fn, init, 6, {3: 5}, test, method="kip", x=2, rollback="reload")
+    assert denied.requests[0].denied  # without a retrain the two rollbacks are the same run
+    assert all(torch.equal(a, b) for a, b in zip(denied.models, train_with_requests(
+        fed, round_fn, init, 6, {3: 5}, test, method="kip", x=2).models))
+
+
 def test_fedavg_retrain_equals_fedavg_without_the_client():
     fed, test, init = make_fed()
     round_fn = fedavg_round(fed, WORK)
@@ -215,6 +241,11 @@ def test_bad_inputs_are_named():
     fed, test, init = make_fed()
     with pytest.raises(ValueError, match="x >= 1"):
         train_with_requests(fed, kip_round(fed, WORK, k=3), init, 2, {}, test, method="kip")
+    with pytest.raises(ValueError, match="rollback must be 'replay' or 'reload', got 'authors'"):
+        train_with_requests(fed, kip_round(fed, WORK, k=3), init, 2, {}, test, method="kip", x=2, rollback="authors")
+    with pytest.raises(ValueError, match="unlearn='pod' only, got 'retrain'"):
+        train_with_requests(fed, fedavg_round(fed, WORK), init, 2, {}, test, method="r", unlearn="retrain",
+                            rollback="reload")
     assert math.isfinite(WORK.steps(10))
 
 

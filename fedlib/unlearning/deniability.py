@@ -7,7 +7,8 @@ cluster, perturbs it with N(0, (σ Δ_c)² I) where Δ_c is the cluster's spread
 with the clusters' data weights (Alg. 1, eqs. 11-12). It stores only the clusters' member lists L_t and the global
 models G_t. On a request the client's id is deleted from every stored cluster: if each keeps ≥ x members the
 server hands out a Proof of Deniability (PoD) and changes nothing; otherwise it rolls back to the first violating
-round t0 and replays rounds t0..r−1 without the client (correctly, from G_{t0−1}).
+round t0 and replays rounds t0..r−1 without the client (from G_{t0−1}; the authors' code's reload of G_{t0} at
+every replay step is kept as a literal variant).
 """
 
 from __future__ import annotations
@@ -333,6 +334,7 @@ def _distance(a: Tensor, b: Tensor) -> float:
 def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds: int, schedule: dict[int, int],
                         test: tuple[Tensor, Tensor], *, method: str, x: int | None = None,
                         unlearn: Literal["pod", "retrain", "federaser"] = "pod",
+                        rollback: Literal["replay", "reload"] = "replay",
                         federaser: tuple[UpdateStore, LocalWork, float] | None = None,
                         reference: Sequence[Tensor] | None = None, checkpoint: tuple[Path, dict] | None = None,
                         checkpoint_every_s: float = 300.0, progress: bool = False) -> DeniabilityRun:
@@ -341,7 +343,12 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
     ``unlearn="pod"`` (k-IPfedAvg, A3): PoD if every stored cluster keeps ≥ ``x`` members, else roll back to the
     first violating round and replay. ``"retrain"`` (fedAvg_retrain, B1): replay every round from w_0 without
     the client. ``"federaser"`` (B2): FedEraser's calibration from the stored updates (``federaser``: the store,
-    the local work and the calibration ratio), then training goes on. ``reference``: models to measure
+    the local work and the calibration ratio), then training goes on. ``rollback`` (with ``"pod"``): ``"replay"``
+    replays rounds t0..r−1 from G_{t0−1} (§3.1) and rewrites their G_t, L_t and accuracies; ``"reload"`` is the
+    authors' public code, kept as a literal variant (spec A6): every one of rounds t0..r−1 restarts from the stored
+    G_{t0}, the model after round t0 (which may still hold the client), its clusters overwrite L_t, the stored G_t
+    and their accuracies stay as they were (the code writes the replayed models under another file name), and the
+    last one's model goes into service. ``reference``: models to measure
     ``served_distance`` against. ``checkpoint``: (path, identity) to save the state to after a round once
     ``checkpoint_every_s`` seconds have passed since the last save (FedEraser's state holds every client model of
     every round), and to resume from (:mod:`fedlib.checkpoint`); the resumed run reaches the same numbers. A request's
@@ -350,6 +357,10 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
     """
     if unlearn == "pod" and (x is None or x < 1):
         raise ValueError(f"unlearn='pod' needs x >= 1, got x={x!r}")
+    if rollback not in ("replay", "reload"):
+        raise ValueError(f"rollback must be 'replay' or 'reload', got {rollback!r}")
+    if rollback == "reload" and unlearn != "pod":
+        raise ValueError(f"rollback='reload' (the authors' code) applies to unlearn='pod' only, got {unlearn!r}")
     if unlearn == "federaser" and federaser is None:
         raise ValueError("unlearn='federaser' needs federaser=(store, local work, calibration ratio)")
     theta = init.clone()
@@ -417,9 +428,11 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
                 if start == t0:
                     theta = run.models[t0 - 1] if t0 > 0 else w0
                 for t in range(start, r):
-                    theta, run.clusters[t], run.spreads[t] = round_fn(t, theta, active)
-                    run.models[t] = theta
-                    run.accuracy[t] = _accuracy(fed, theta, test)
+                    start_from = run.models[t0] if rollback == "reload" else theta
+                    theta, run.clusters[t], run.spreads[t] = round_fn(t, start_from, active)
+                    if rollback == "replay":  # "reload" keeps the stored G_t and its accuracy
+                        run.models[t] = theta
+                        run.accuracy[t] = _accuracy(fed, theta, test)
                     if t + 1 < r:
                         save(r, {"t0": t0, "next": t + 1, "seconds": spent + time.perf_counter() - began})
                 replayed = r - t0
