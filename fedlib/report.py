@@ -160,8 +160,8 @@ def status_table(root: str | Path | None = None) -> list[dict[str, Any]]:
 def heldout_rows(root: str | Path | None = None) -> list[dict[str, Any]]:
     """One row per chapter and held-out seed (``python -m fedlib heldout``, :func:`fedlib.sweep.heldout`): how many
     decisive registered verdicts a run at a seed no sweep has seen tested, and which it contradicted. A record that
-    keeps the run's values is tested against today's registry; an older one shows what it found against the
-    registry of its day (``tested against``)."""
+    keeps the run's values is tested against today's registry, on the claims it has values for (a claim added since
+    was not tested by it); an older one shows what it found against the registry of its day (``tested against``)."""
     from fedlib.sweep import contradicted, decisive
 
     rows = []
@@ -169,9 +169,9 @@ def heldout_rows(root: str | Path | None = None) -> list[dict[str, Any]]:
         record = json.loads(path.read_text())
         for chapter, entry in record["chapters"].items():
             current = "values" in entry
-            disagree = contradicted(chapter, entry["values"]) if current else entry["disagree"]
+            disagree = contradicted(chapter, entry["values"], recorded_only=True) if current else entry["disagree"]
             rows.append({"chapter": TITLES[chapter], "seed": record["seed"],
-                         "decisive verdicts": decisive(chapter) if current else entry["decisive"],
+                         "decisive verdicts": decisive(chapter, entry["values"]) if current else entry["decisive"],
                          "contradicted": len(disagree), "which": "; ".join(disagree) or "–",
                          "tested against": "today's registry" if current else "the registry when it ran",
                          "run": f"{entry['elapsed_s']:.0f} s, {_machine(entry['environment'])}"})

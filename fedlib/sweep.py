@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -137,9 +137,11 @@ def disagreements(results: Results) -> list[str]:
     return contradicted(results.chapter, {k: m["value"] for k, m in results.measured.items()})
 
 
-def contradicted(chapter: str, values: dict[str, float | None]) -> list[str]:
+def contradicted(chapter: str, values: dict[str, float | None], *, recorded_only: bool = False) -> list[str]:
     """The decisive registered verdicts of ``chapter`` that one quick run's measured ``values`` (claim key ->
-    value) contradict, one line each: the comparison of the notebook tests and of the held-out check."""
+    value) contradict, one line each: the comparison of the notebook tests and of the held-out check.
+    ``recorded_only``: test only the claims ``values`` has a key for (a held-out record older than a claim did not
+    test it; a run of today's code that lacks one fails it as 'not run')."""
     from fedlib.experiments import chapter_module
 
     ledger = chapter_module(chapter).LEDGER
@@ -147,7 +149,7 @@ def contradicted(chapter: str, values: dict[str, float | None]) -> list[str]:
     registered = registered_verdicts(chapter, ledger)
     out = []
     for key, reg in registered.items():
-        if reg.verdict in VERDICTS[:2] and key in claims:
+        if reg.verdict in VERDICTS[:2] and key in claims and (key in values or not recorded_only):
             value = values.get(key)
             verdict = outcome(claims[key], value)
             if verdict != reg.verdict:
@@ -155,12 +157,12 @@ def contradicted(chapter: str, values: dict[str, float | None]) -> list[str]:
     return out
 
 
-def decisive(chapter: str) -> int:
-    """How many of ``chapter``'s registered verdicts are decisive."""
+def decisive(chapter: str, keys: Collection[str] | None = None) -> int:
+    """How many of ``chapter``'s registered verdicts are decisive (of those in ``keys``, if given)."""
     from fedlib.experiments import chapter_module
 
     registered = registered_verdicts(chapter, chapter_module(chapter).LEDGER)
-    return sum(r.verdict in VERDICTS[:2] for r in registered.values())
+    return sum(r.verdict in VERDICTS[:2] for key, r in registered.items() if keys is None or key in keys)
 
 
 def heldout(chapters: Sequence[str], seed: int, *, threads: int = 1, cores: int = 2, out: Path | None = None,

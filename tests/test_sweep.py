@@ -53,6 +53,13 @@ def test_the_report_tests_a_heldout_run_against_todays_registry(registry, tmp_pa
     path.write_text(json.dumps(record))
     row, = heldout_rows(tmp_path)
     assert row["contradicted"] == 1 and row["tested against"] == "today's registry"
+    assert row["decisive verdicts"] == 2
+    del record["chapters"]["foundations"]["values"]["noniid_slower"]  # a claim added after the run: not tested
+    path.write_text(json.dumps(record))
+    row, = heldout_rows(tmp_path)
+    assert row["contradicted"] == 0 and row["decisive verdicts"] == 1
+    assert disagreements(fake_run("quick", [0.8], {k: v for k, v in VALUES.items() if k != "noniid_slower"})) == [
+        "noniid_slower: registered reproduced, this run not run (None)"]  # a run of today's code must have it
     del record["chapters"]["foundations"]["values"]
     path.write_text(json.dumps(record))
     row, = heldout_rows(tmp_path)
