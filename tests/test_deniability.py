@@ -547,6 +547,7 @@ def test_sudden_drops_must_clear_the_test_sets_sampling_bound(k4_fall, verdict):
     runs = {f"k{k}-x{x}-cosine": steady for k, x in pairs}
     runs |= {f"k10-x{x}-cosine": run([0.70, 0.80, 0.80 - 0.062, 0.80]) for x in (2, 3, 4)}
     runs["k4-x3-cosine"] = run([0.70, 0.80, 0.80 - k4_fall, 0.79, 0.81])
+    runs["reload-k4-x3-cosine"] = run([0.70, 0.80, 0.60, 0.79])  # the authors' rollback: its own 20-pp fall
     runs |= {"fedAvg_retrain": steady, "fedEraser": steady}
     res = Results("deniability", "full", 0, {})
     v = chapter.Variant("T2", "fashion_mnist", "iid", "lenet5", {}, runs=runs)
@@ -557,5 +558,7 @@ def test_sudden_drops_must_clear_the_test_sets_sampling_bound(k4_fall, verdict):
     assert measured["sampling"]["test_images"] == 10_000
     assert sorted(measured["sampling"]["accuracies"]) == pytest.approx(sorted(
         [0.80, 0.80 - k4_fall, *[0.80, 0.738] * 3]))
+    assert res.measured["sudden_drops_authors_rollback/fashion_mnist-iid/cosine"]["value"] == pytest.approx(
+        0.20 - 0.062)  # read off the reload run, not the replay run beside it
     res.evaluate(chapter.LEDGER)
     assert next(c["outcome"] for c in res.claims if c["key"] == key) == verdict
