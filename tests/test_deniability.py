@@ -19,6 +19,7 @@ from fedlib.rng import make_generator
 from fedlib.unlearning.baselines import UpdateStore
 from fedlib.unlearning.deniability import (
     NONIID_SIZES,
+    DivergedError,
     LocalWork,
     constrained_clusters,
     distance_matrix,
@@ -282,6 +283,26 @@ def test_strict_mode_bounds_every_member_and_noises_with_delta():
     with pytest.raises(ValueError, match="center"):
         kip_aggregate(models, [0, 1, 2, 3], [1] * 4, k=4, noise_multiplier=0.5, metric="cosine",
                       generator=torch.Generator(), strict_delta=2.0)
+
+
+def test_a_diverged_run_stops_with_accuracy_zero_instead_of_crashing_the_clustering():
+    fed, test, init = make_fed()
+    round_fn = kip_round(fed, WORK, k=3)
+    nan_model = torch.randn(4, init.numel())
+    nan_model[2, 5] = math.nan
+    with pytest.raises(DivergedError, match=r"clients \[7\]"):
+        kip_aggregate(nan_model, [4, 5, 7, 9], [1] * 4, k=2, noise_multiplier=1.0, metric="cosine",
+                      generator=torch.Generator())
+
+    def diverging(t: int, theta: torch.Tensor, active: list[int]):  # the clients' training blows up in round 3
+        return round_fn(t, theta + math.nan if t >= 3 else theta, active)
+
+    plain = train_with_requests(fed, round_fn, init, 6, {2: 5}, test, method="kip", x=2)
+    run = train_with_requests(fed, diverging, init, 6, {2: 5, 4: 1}, test, method="kip", x=2)
+    assert run.diverged == 3 and plain.diverged is None
+    assert run.accuracy[:3] == plain.accuracy[:3] and run.accuracy[3:] == [0.0] * 3 == run.served_accuracy[3:]
+    assert len(run.models) == 6 and all(bool(m.isnan().all()) for m in run.models[3:])
+    assert run.clusters[3:] == [[]] * 3 and [q.round for q in run.requests] == [2]  # round 4's is not served
 
 
 def test_noniid_sizes_follow_the_authors_list():

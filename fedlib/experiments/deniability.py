@@ -389,9 +389,12 @@ def _summary(run: DeniabilityRun, reference: list[torch.Tensor] | None, exact: C
            "requests": [[q.round, q.client, q.rollback, q.replayed_rounds, q.seconds] for q in run.requests],
            "spreads": [_mean(s) for s in run.spreads if s], "clusters": [[list(c) for c in cl] for cl in run.clusters]}
     if reference is not None:
-        out["distance"] = [float(torch.linalg.vector_norm((a - b).double())) for a, b in zip(run.models, reference)]
+        out["distance"] = [float(torch.linalg.vector_norm((a - b).double()))
+                           for a, b in zip(run.models[:run.diverged], reference)]
     if exact is not None:
-        out["exact_accuracy"] = exact(run.params)
+        out["exact_accuracy"] = exact(run.params) if run.diverged is None else 0.0
+    if run.diverged is not None:  # the models from this round on are non-finite: accuracy 0, no clusters
+        out["diverged_round"] = run.diverged
     return out
 
 
@@ -751,7 +754,8 @@ def _tables(res: Results, cfg: DeniabilityConfig, variants: list[Variant], pairs
             r, same = v.runs["strict"], v.runs.get(f"k{cfg.strict_pair[0]}-x{cfg.strict_pair[1]}-{cfg.metrics[0]}")
             strict.append({"setting": v.label, "sigma": cfg.noise_multiplier, "Delta": cfg.strict_delta,
                            "epsilon_given_clusters": eps_rdp(cfg.noise_multiplier, cfg.rounds, 1e-5),
-                           "paper": None, "ours": _final(r), "default_mode": _final(same), "fedAvg": _final(fedavg)})
+                           "paper": None, "ours": _final(r), "default_mode": _final(same), "fedAvg": _final(fedavg),
+                           "diverged_round": None if r is None else r.get("diverged_round")})
     res.add_table("storage", "Figs. 12/35: what each method stores for unlearning (fedEraser: every round's client "
                   "models; k-IPfedAvg: G_t and the cluster ids); ours = the fedEraser ÷ k-IPfedAvg ratio", storage)
     res.add_table("spreads", "Cluster diameters Δ_c (the noise std per coordinate at σ = 1), mean over every cluster, "
@@ -875,8 +879,11 @@ def _measure(res: Results, cfg: DeniabilityConfig, variants: list[Variant], pair
             _measure_kip(record, cfg, v, metric, pairs, largest, fedavg, eraser, fa_run, n)
         if "strict" in v.runs:
             strict = _final(v.runs["strict"])
+            diverged = (v.runs["strict"] or {}).get("diverged_round")
             record("strict_dp_comparable", v.setting(cfg.metrics[0]),
-                   None if None in (strict, fedavg) else strict - fedavg, f"strict {strict}, fedAvg {fedavg}",
+                   None if None in (strict, fedavg) else strict - fedavg, f"strict {strict}, fedAvg {fedavg}"
+                   + ("" if diverged is None else f"; strict mode diverged in round {diverged} (its clients' models "
+                                                  "went non-finite: accuracy 0 from then on)"),
                    test_images=n, accuracies=(strict, fedavg))
     excess = max(eq15_epsilon(sigma_paper(50, e, 1e-5), 50, e, 1e-5) / e - 1 for e in SIGMA_MIN)
     record("theorem_31_sigma", "", excess, ", ".join(

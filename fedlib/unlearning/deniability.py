@@ -97,6 +97,10 @@ def constrained_clusters(distances: Tensor, k: int, *, generator: torch.Generato
 
 # --- one perturbed k-IPfedAvg round -----------------------------------------------------------------------------
 
+class DivergedError(FloatingPointError):
+    """The clients' models hold non-finite parameters: training diverged and the round cannot be clustered."""
+
+
 @dataclass
 class ClusterRound:
     """What one aggregation did: the clusters (client ids), their spreads Δ_c and weights p_c, the new model."""
@@ -123,6 +127,10 @@ def kip_aggregate(models: Tensor, clients: Sequence[int], sizes: Sequence[int], 
     """
     if not noise_multiplier >= 0:
         raise ValueError(f"noise_multiplier must be >= 0, got {noise_multiplier!r}")
+    if not bool(torch.isfinite(models).all()):
+        bad = sorted(clients[i] for i in torch.nonzero(~torch.isfinite(models).all(1)).flatten().tolist())
+        raise DivergedError(f"the models of clients {bad} hold non-finite parameters (local training diverged); "
+                            "their distances, and so the clusters, are undefined")
     if len(models) != len(clients) or len(sizes) != len(clients):
         raise ValueError(f"models, clients and sizes disagree: {len(models)}, {len(clients)}, {len(sizes)}")
     if strict_delta is not None:
@@ -239,6 +247,7 @@ class DeniabilityRun:
     served_accuracy: list[float] = field(default_factory=list)
     served_distance: list[float] = field(default_factory=list)
     stored_bytes: int = 0
+    diverged: int | None = None  # the round whose clients' models first went non-finite (see train_with_requests)
 
     @property
     def params(self) -> Tensor:
@@ -324,6 +333,10 @@ def fedavg_reference(fed: Federation, work: LocalWork, init: Tensor, rounds: int
 
 
 def _accuracy(fed: Federation, params: Tensor, test: tuple[Tensor, Tensor]) -> float:
+    """Test accuracy of ``params``; a model with non-finite parameters classifies nothing, so 0 (its NaN logits
+    would otherwise all be read as the first class)."""
+    if not bool(torch.isfinite(params).all()):
+        return 0.0
     return float(fed.trainer.accuracy(params, test[0].unsqueeze(0), test[1].unsqueeze(0))[0])
 
 
@@ -354,6 +367,11 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
     every round), and to resume from (:mod:`fedlib.checkpoint`); the resumed run reaches the same numbers. A request's
     replay (up to every round so far, from w_0 for fedAvg_retrain) is saved the same way after each replayed round,
     and a resumed run goes on with the replay where it stopped.
+
+    A run whose clients' models go non-finite in round r (:class:`DivergedError`, e.g. strict mode's noise σΔ per
+    coordinate compounding round after round) stops there: ``diverged`` = r, and G_r..G_{T−1} are the non-finite
+    model (every later client model trained from it would be), with accuracy 0 and no clusters; requests from
+    round r on are not served.
     """
     if unlearn == "pod" and (x is None or x < 1):
         raise ValueError(f"unlearn='pod' needs x >= 1, got x={x!r}")
@@ -403,50 +421,64 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
             **({"replay": in_replay} if in_replay is not None else {})})
 
     for r in bar:
-        if r in schedule:
-            client = schedule[r]
-            began = time.perf_counter()
-            if replay is not None:  # resumed inside this request's replay: the client is out, t0 is known
-                t0, start, spent = replay["t0"], replay["next"], replay["seconds"]
-                replay = None
-            else:
-                active.remove(client)
-                removed.append(client)
-                t0, spent = None, 0.0
-                if unlearn == "pod":
-                    run.clusters, t0 = pod_violation(run.clusters, client, x)
-                elif unlearn == "retrain":
-                    t0 = 0
-                start = t0
-            replayed = 0
-            if unlearn == "federaser":
-                store, work, ratio = federaser
-                theta, replayed, _ = federaser_calibrate(
-                    fed, w0, store, removed, steps=work.client_steps(client_sizes(fed.y), ratio),
-                    batch_size=work.batch_size, lr=work.lr, momentum=0.0, stream=f"federaser{r}")
-            elif t0 is not None:
-                if start == t0:
-                    theta = run.models[t0 - 1] if t0 > 0 else w0
-                for t in range(start, r):
-                    start_from = run.models[t0] if rollback == "reload" else theta
-                    theta, run.clusters[t], run.spreads[t] = round_fn(t, start_from, active)
-                    if rollback == "replay":  # "reload" keeps the stored G_t and its accuracy
-                        run.models[t] = theta
-                        run.accuracy[t] = _accuracy(fed, theta, test)
-                    if t + 1 < r:
-                        save(r, {"t0": t0, "next": t + 1, "seconds": spent + time.perf_counter() - began})
-                replayed = r - t0
-            run.requests.append(Unlearning(r, client, t0 if unlearn != "federaser" else 0, replayed,
-                                           spent + time.perf_counter() - began))
-        theta, clusters, spreads = round_fn(r, theta, active)
-        run.models.append(theta)
-        run.clusters.append(clusters)
-        run.spreads.append(spreads)
-        run.accuracy.append(_accuracy(fed, theta, test))
-        run.served_accuracy.append(run.accuracy[-1])
-        if reference is not None:
-            run.served_distance.append(_distance(theta, reference[r]))
+        try:
+            if r in schedule:
+                client = schedule[r]
+                began = time.perf_counter()
+                if replay is not None:  # resumed inside this request's replay: the client is out, t0 is known
+                    t0, start, spent = replay["t0"], replay["next"], replay["seconds"]
+                    replay = None
+                else:
+                    active.remove(client)
+                    removed.append(client)
+                    t0, spent = None, 0.0
+                    if unlearn == "pod":
+                        run.clusters, t0 = pod_violation(run.clusters, client, x)
+                    elif unlearn == "retrain":
+                        t0 = 0
+                    start = t0
+                replayed = 0
+                if unlearn == "federaser":
+                    store, work, ratio = federaser
+                    theta, replayed, _ = federaser_calibrate(
+                        fed, w0, store, removed, steps=work.client_steps(client_sizes(fed.y), ratio),
+                        batch_size=work.batch_size, lr=work.lr, momentum=0.0, stream=f"federaser{r}")
+                elif t0 is not None:
+                    if start == t0:
+                        theta = run.models[t0 - 1] if t0 > 0 else w0
+                    for t in range(start, r):
+                        start_from = run.models[t0] if rollback == "reload" else theta
+                        theta, run.clusters[t], run.spreads[t] = round_fn(t, start_from, active)
+                        if rollback == "replay":  # "reload" keeps the stored G_t and its accuracy
+                            run.models[t] = theta
+                            run.accuracy[t] = _accuracy(fed, theta, test)
+                        if t + 1 < r:
+                            save(r, {"t0": t0, "next": t + 1, "seconds": spent + time.perf_counter() - began})
+                    replayed = r - t0
+                run.requests.append(Unlearning(r, client, t0 if unlearn != "federaser" else 0, replayed,
+                                               spent + time.perf_counter() - began))
+            theta, clusters, spreads = round_fn(r, theta, active)
+            run.models.append(theta)
+            run.clusters.append(clusters)
+            run.spreads.append(spreads)
+            run.accuracy.append(_accuracy(fed, theta, test))
+            run.served_accuracy.append(run.accuracy[-1])
+            if reference is not None:
+                run.served_distance.append(_distance(theta, reference[r]))
+        except DivergedError:
+            run.diverged = r
+            break
         save(r + 1)
+    if run.diverged is not None:
+        theta = torch.full_like(init, math.nan)
+        del run.accuracy[run.diverged:], run.served_accuracy[run.diverged:], run.models[run.diverged:]
+        del run.clusters[run.diverged:], run.spreads[run.diverged:], run.served_distance[run.diverged:]
+        for _ in range(run.diverged, rounds):
+            run.models.append(theta)
+            run.clusters.append([])
+            run.spreads.append([])
+            run.accuracy.append(_accuracy(fed, theta, test))
+            run.served_accuracy.append(run.accuracy[-1])
     model_bytes = sum(g.numel() * g.element_size() for g in run.models)
     ids = sum(len(c) for cl in run.clusters for c in cl) * 8
     run.stored_bytes = model_bytes + ids + (federaser[0].stored_bytes if federaser is not None else 0)
