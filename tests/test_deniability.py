@@ -304,6 +304,16 @@ def test_a_diverged_run_stops_with_accuracy_zero_instead_of_crashing_the_cluster
     assert len(run.models) == 6 and all(bool(m.isnan().all()) for m in run.models[3:])
     assert run.clusters[3:] == [[]] * 3 and [q.round for q in run.requests] == [2]  # round 4's is not served
 
+    def diverging_without_5(t: int, theta: torch.Tensor, active: list[int]):  # only once client 5 is out
+        return round_fn(t, theta if 5 in active else theta + math.nan, active)
+
+    plain = train_with_requests(fed, round_fn, init, 5, {}, test, method="kip", x=7)
+    replayed = train_with_requests(fed, diverging_without_5, init, 5, {2: 5}, test, method="kip", x=7)
+    # x = 7 > 2k: every cluster loses its PoD, so round 2's request replays from round 0, and that replay diverges
+    assert replayed.diverged == 2 and replayed.requests == []
+    assert replayed.served_accuracy == plain.served_accuracy[:2] + [0.0] * 3  # what was served stays
+    assert replayed.accuracy == [0.0] * 5 and all(bool(m.isnan().all()) for m in replayed.models)  # the history
+
 
 def test_noniid_sizes_follow_the_authors_list():
     assert sum(NONIID_SIZES) == 59_374 and len(NONIID_SIZES) == 50

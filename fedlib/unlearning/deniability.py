@@ -371,7 +371,8 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
     A run whose clients' models go non-finite in round r (:class:`DivergedError`, e.g. strict mode's noise σΔ per
     coordinate compounding round after round) stops there: ``diverged`` = r, and G_r..G_{T−1} are the non-finite
     model (every later client model trained from it would be), with accuracy 0 and no clusters; requests from
-    round r on are not served.
+    round r on are not served. If it is round t of request r's replay (``"replay"`` rollback) that diverges, the
+    rewritten history G_t..G_{r−1} is non-finite too, while ``served_accuracy`` keeps what was served before r.
     """
     if unlearn == "pod" and (x is None or x < 1):
         raise ValueError(f"unlearn='pod' needs x >= 1, got x={x!r}")
@@ -420,6 +421,7 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
             "store": federaser[0].rounds if federaser is not None else [], "elapsed_s": clock.total(),
             **({"replay": in_replay} if in_replay is not None else {})})
 
+    replaying = None  # the replayed round being computed, if any
     for r in bar:
         try:
             if r in schedule:
@@ -447,6 +449,7 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
                     if start == t0:
                         theta = run.models[t0 - 1] if t0 > 0 else w0
                     for t in range(start, r):
+                        replaying = t
                         start_from = run.models[t0] if rollback == "reload" else theta
                         theta, run.clusters[t], run.spreads[t] = round_fn(t, start_from, active)
                         if rollback == "replay":  # "reload" keeps the stored G_t and its accuracy
@@ -454,7 +457,7 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
                             run.accuracy[t] = _accuracy(fed, theta, test)
                         if t + 1 < r:
                             save(r, {"t0": t0, "next": t + 1, "seconds": spent + time.perf_counter() - began})
-                    replayed = r - t0
+                    replayed, replaying = r - t0, None
                 run.requests.append(Unlearning(r, client, t0 if unlearn != "federaser" else 0, replayed,
                                                spent + time.perf_counter() - began))
             theta, clusters, spreads = round_fn(r, theta, active)
@@ -471,6 +474,9 @@ def train_with_requests(fed: Federation, round_fn: RoundFn, init: Tensor, rounds
         save(r + 1)
     if run.diverged is not None:
         theta = torch.full_like(init, math.nan)
+        if replaying is not None and rollback == "replay":
+            for t in range(replaying, run.diverged):
+                run.models[t], run.clusters[t], run.spreads[t], run.accuracy[t] = theta, [], [], 0.0
         del run.accuracy[run.diverged:], run.served_accuracy[run.diverged:], run.models[run.diverged:]
         del run.clusters[run.diverged:], run.spreads[run.diverged:], run.served_distance[run.diverged:]
         for _ in range(run.diverged, rounds):
