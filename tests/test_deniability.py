@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shutil
 
 import pytest
 import torch
@@ -39,7 +40,7 @@ from fedlib.unlearning.deniability import (
     train_with_requests,
 )
 from fedlib.unlearning.stage import Federation
-from fedlib.units import Units
+from fedlib.units import Budget, Units
 
 WORK = LocalWork(1, 5, 0.2)
 
@@ -447,6 +448,28 @@ def test_finished_units_are_read_back_with_the_same_numbers(tmp_path):
     assert first.tables["T2"] == second.tables["T2"]
     with pytest.raises(ValueError, match="defect must be one of"):
         chapter.run(cfg, defect="retrain_everything")
+
+
+def test_the_fedavg_reference_is_saved_and_another_process_reads_it_back(tmp_path, monkeypatch):
+    cfg = dataclasses.replace(chapter.TINY, datasets=("mnist",), metrics=("cosine",), ks=(4,), xs=(3,))
+    ckpt = tmp_path / "ckpt"
+    only_k = Budget(only=("T2/mnist-iid/k4-*",))
+    first = chapter.run(cfg, units=Units("deniability", "quick", 0, folder=tmp_path / "a", budget=only_k),
+                        checkpoints=ckpt)
+    saved = list(ckpt.rglob("*reference.pt"))
+    assert len(saved) == 1
+    monkeypatch.setattr(chapter, "fedavg_reference", lambda *a, **k: pytest.fail("trained the reference again"))
+    second = chapter.run(cfg, units=Units("deniability", "quick", 0, folder=tmp_path / "b", budget=only_k),
+                         checkpoints=ckpt)
+    k4 = [r for r in first.tables["T2"]["rows"] if r.get("ours") is not None]
+    assert k4 and k4 == [r for r in second.tables["T2"]["rows"] if r.get("ours") is not None]
+    alone = tmp_path / "alone" / saved[0].parent.name
+    alone.mkdir(parents=True)
+    shutil.copy(saved[0], alone)  # the reference without the units' own checkpoints
+    other = dataclasses.replace(cfg, rounds=cfg.rounds + 1)  # another run never reads this one's reference
+    with pytest.raises(checkpoint_io.CheckpointMismatch, match="rounds"):
+        chapter.run(other, units=Units("deniability", "quick", 0, folder=tmp_path / "c", budget=only_k),
+                    checkpoints=alone.parent)
 
 
 def test_verification_reads_every_method_against_both_controls():
