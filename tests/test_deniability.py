@@ -40,7 +40,7 @@ from fedlib.unlearning.deniability import (
     train_with_requests,
 )
 from fedlib.unlearning.stage import Federation
-from fedlib.units import Budget, Units
+from fedlib.units import Budget, Units, load_unit
 
 WORK = LocalWork(1, 5, 0.2)
 
@@ -461,8 +461,12 @@ def test_the_fedavg_reference_is_saved_and_another_process_reads_it_back(tmp_pat
     monkeypatch.setattr(chapter, "fedavg_reference", lambda *a, **k: pytest.fail("trained the reference again"))
     second = chapter.run(cfg, units=Units("deniability", "quick", 0, folder=tmp_path / "b", budget=only_k),
                          checkpoints=ckpt)
-    k4 = [r for r in first.tables["T2"]["rows"] if r.get("ours") is not None]
-    assert k4 and k4 == [r for r in second.tables["T2"]["rows"] if r.get("ours") is not None]
+    unit = "T2_mnist-iid_k4-x3-cosine.json"  # its distances to the reference (Fig. 17) read the saved one
+    results = [load_unit(tmp_path / run / unit)["result"] for run in ("a", "b")]
+    for r in results:  # each request's last field is its wall-clock seconds
+        r["requests"] = [q[:-1] for q in r["requests"]]
+    assert results[0]["distance"] and results[0] == results[1]
+    assert first.tables["T2"] == second.tables["T2"]
     alone = tmp_path / "alone" / saved[0].parent.name
     alone.mkdir(parents=True)
     shutil.copy(saved[0], alone)  # the reference without the units' own checkpoints
