@@ -490,7 +490,7 @@ def _run_variant(cfg: DeniabilityConfig, v: Variant, data: tuple[Split, Split], 
                 built["reference"] = list(state["models"])
             else:
                 f, _, init = fed()
-                keep_reference(fedavg_reference(f, cfg.local, init, cfg.rounds, final))
+                keep_reference(fedavg_reference(f, cfg.local, init, cfg.rounds, final, progress))
         return built["reference"]
 
     def keep_reference(models: list[torch.Tensor]) -> None:

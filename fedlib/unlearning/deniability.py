@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -320,13 +320,17 @@ def fedavg_round(fed: Federation, work: LocalWork, store: UpdateStore | None = N
     return step
 
 
-def fedavg_reference(fed: Federation, work: LocalWork, init: Tensor, rounds: int, members: Sequence[int]
-                     ) -> list[Tensor]:
+def fedavg_reference(fed: Federation, work: LocalWork, init: Tensor, rounds: int, members: Sequence[int],
+                     progress: bool = False) -> list[Tensor]:
     """G_0..G_{T−1} of FedAvg from w_0 on ``members`` alone: fedAvg_retrain's stored history once every request
     is served (its last retrain replays every earlier round without all forgotten clients), the reference of
     Fig. 17 and the "retrained" model of the verification."""
     round_fn, theta, out = fedavg_round(fed, work), init.clone(), []
-    for t in range(rounds):
+    steps: Iterable[int] = range(rounds)
+    if progress:
+        from fedlib.progress import progress_bar
+        steps = progress_bar(steps, desc="FedAvg reference", leave=False)
+    for t in steps:
         theta = round_fn(t, theta, list(members))[0]
         out.append(theta)
     return out
