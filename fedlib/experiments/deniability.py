@@ -445,7 +445,7 @@ def run(config: DeniabilityConfig = QUICK, *, mode: str = "quick", seed: int = 0
                 for ds in cfg.datasets if ds in splits for part in cfg.partitions]
     for v in variants:
         _run_variant(cfg, v, splits[v.dataset], pairs, units, mode, seed, defect, checkpoints, progress)
-    checks = {ds: _verification(cfg, ds, splits[ds], units, mode, seed, checkpoints)
+    checks = {ds: _verification(cfg, ds, splits[ds], units, mode, seed, checkpoints, progress)
               for ds in cfg.verify_datasets if ds in splits}
     _tables(res, cfg, variants, pairs)
     res.add_table("verification", "Unlearning verification: the forgotten clients carry a backdoor (a white square "
@@ -584,7 +584,7 @@ VERIFIED = {"fedAvg_retrain": None, "FedEraser": None, "k-IPfedAvg k=4, x=3 (PoD
 
 
 def _verification(cfg: DeniabilityConfig, dataset: str, data: tuple[Split, Split], units: Units, mode: str,
-                  seed: int, checkpoints: Path | None) -> list[dict] | None:
+                  seed: int, checkpoints: Path | None, progress: bool = False) -> list[dict] | None:
     """What each method leaves of the forgotten clients (one unit): the clients that will ask to be forgotten carry
     a backdoor; fedAvg_retrain, FedEraser and k-IPfedAvg (k = 4 and 10, x = 3, cosine) train and serve the
     schedule; :func:`~fedlib.unlearning.verify.verify_with_controls` reads their final models against a positive
@@ -613,23 +613,23 @@ def _verification(cfg: DeniabilityConfig, dataset: str, data: tuple[Split, Split
         def without(offset: int) -> torch.Tensor:  # FedAvg without the forgotten clients from another seed
             other = Federation(fed.trainer, x, y, seed + offset)
             return fedavg_reference(other, cfg.local, get_flat(fresh_model(v.model, seed + offset, **v.model_kwargs)),
-                                    cfg.rounds, remaining)[-1]
+                                    cfg.rounds, remaining, progress)[-1]
 
         def served(name: str, round_fn: Any, **kw: Any) -> torch.Tensor:
             ckpt = checkpoint_path(checkpoints, "deniability", seed, f"{unit_id}/{name}")
             ident = None if ckpt is None else (ckpt, identity(unit=unit_id, part=name, spec=spec, mode=mode, seed=seed))
             return train_with_requests(fed, round_fn, init, cfg.rounds, schedule, test, method=name, checkpoint=ident,
-                                       **kw).params
+                                       progress=progress, **kw).params
 
         store = UpdateStore(1)
-        models = {"fedAvg_retrain": fedavg_reference(fed, cfg.local, init, cfg.rounds, remaining)[-1],
+        models = {"fedAvg_retrain": fedavg_reference(fed, cfg.local, init, cfg.rounds, remaining, progress)[-1],
                   "FedEraser": served("FedEraser", fedavg_round(fed, cfg.local, store), unlearn="federaser",
                                       federaser=(store, cfg.local, cfg.federaser_ratio))}
         for name, kx in VERIFIED.items():
             if kx is not None:
                 models[name] = served(name, kip_round(fed, cfg.local, k=kx[0], noise_multiplier=cfg.noise_multiplier,
                                                       metric=cfg.metrics[0]), x=kx[1])
-        controls = Controls(remembers=fedavg_reference(fed, cfg.local, init, cfg.rounds, everyone)[-1],
+        controls = Controls(remembers=fedavg_reference(fed, cfg.local, init, cfg.rounds, everyone, progress)[-1],
                             forgot=without(1000), retrained=models["fedAvg_retrain"],
                             references=[without(1000 + i) for i in range(1, cfg.verify_references + 1)])
         rows = verify_with_controls(fed, models, forgotten, remaining, controls, heldout=test, trigger=trigger,
