@@ -51,10 +51,12 @@ def _load(chapter: str, mode: str, root: str | Path | None) -> Results | str | N
 
 
 def _machine(env: dict[str, str]) -> str:
-    """Where a run ran, from its results file: threads, cores, torch and GPU."""
+    """Where a run ran, from its results file: threads, cores, CPU model and kernels (files written since
+    2026-12-07 record them), torch and GPU."""
     gpu = env.get("cuda", "none")
-    return (f"{env.get('threads', '?')} thread(s) of {env.get('cpus', '?')} CPU(s), torch {env.get('torch', '?')}"
-            + ("" if gpu == "none" else f", {gpu}"))
+    cpu = " ".join(f"{env[k]}" for k in ("cpu_model", "cpu_capability") if env.get(k))
+    return (f"{env.get('threads', '?')} thread(s) of {env.get('cpus', '?')} CPU(s)" + (f" ({cpu})" if cpu else "")
+            + f", torch {env.get('torch', '?')}" + ("" if gpu == "none" else f", {gpu}"))
 
 
 def ledger_rows(chapter: str, root: str | Path | None = None) -> list[dict[str, Any]]:

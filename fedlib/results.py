@@ -49,15 +49,29 @@ def results_dir() -> Path:
     return Path("results")
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux), else what :func:`platform.processor` says."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and ":" in line:
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def environment() -> dict[str, str]:
-    """Where a run ran: Python, torch, machine, processor, torch threads, CPU count, GPU, and the device the
-    chapters compute on (``$FEDLIB_DEVICE`` resolved)."""
+    """Where a run ran: Python, torch, machine, processor, CPU model and the vector instructions torch's CPU kernels
+    use (AVX2, AVX512, ...: CPUs that differ here round differently, so trained numbers differ between them while
+    one machine repeats its own to the bit), torch threads, CPU count, GPU, and the device the chapters compute on
+    (``$FEDLIB_DEVICE`` resolved)."""
     import torch
 
     from fedlib.experiments.common import device
 
     return {"python": platform.python_version(), "torch": torch.__version__, "machine": platform.machine(),
-            "processor": platform.processor() or platform.machine(), "threads": str(torch.get_num_threads()),
+            "processor": platform.processor() or platform.machine(), "cpu_model": cpu_model(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "threads": str(torch.get_num_threads()),
             "cpus": str(os.cpu_count()), "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none",
             "device": device()}
 

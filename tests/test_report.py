@@ -157,6 +157,10 @@ def test_heldout_rows_list_each_chapter_and_seed_with_what_it_contradicted(tmp_p
         ("SIFU", 5, 1), ("SIFU", 6, 0), ("Auditing our claims", 5, 0), ("Auditing our claims", 6, 0)]
     assert rows[0]["which"].startswith("x: registered reproduced") and rows[1]["which"] == "–"
     assert rows[0]["run"] == "312 s, 1 thread(s) of 2 CPU(s), torch 2.4"
+    cpu = {**env, "cpu_model": "AMD EPYC", "cpu_capability": "AVX2"}  # recorded since 2026-12-07
+    (tmp_path / "heldout" / "seed7.json").write_text(json.dumps(
+        {"seed": 7, "chapters": {"audit": {"decisive": 14, "disagree": [], "elapsed_s": 60.0, "environment": cpu}}}))
+    assert heldout_rows(tmp_path)[-1]["run"] == "60 s, 1 thread(s) of 2 CPU(s) (AMD EPYC AVX2), torch 2.4"
 
 
 def test_paper_agreement_counts_the_full_accuracies_within_two_points_of_the_papers(tmp_path, registry):

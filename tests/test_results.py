@@ -4,7 +4,7 @@ import math
 import pytest
 
 from fedlib.ledger import Claim
-from fedlib.results import Results, load_results, table_markdown
+from fedlib.results import Results, cpu_model, environment, load_results, table_markdown
 
 
 def test_roundtrip_and_schema(tmp_path):
@@ -22,6 +22,15 @@ def test_roundtrip_and_schema(tmp_path):
     back = load_results("foundations", "quick", tmp_path)
     assert back.claim("c1")["outcome"] == "reproduced" and back.series["acc"]["y"] == [0.5, 0.7]
     assert "| a | 0.97 | 0.95 |" in table_markdown(back, "T1")
+
+
+def test_the_environment_names_the_cpu_and_its_kernels():
+    """Trained numbers differ between CPUs whose kernels round differently, so a results file says which CPU."""
+    import torch
+
+    env = environment()
+    assert env["cpu_model"] == cpu_model() and env["cpu_model"].strip()
+    assert env["cpu_capability"] == torch.backends.cpu.get_cpu_capability() != ""
 
 
 def test_bad_chapter_mode_and_missing_file(tmp_path):
