@@ -54,7 +54,7 @@ def _machine(env: dict[str, str]) -> str:
     """Where a run ran, from its results file: threads, cores, CPU model and kernels (files written since
     2026-12-07 record them), torch and GPU."""
     gpu = env.get("cuda", "none")
-    cpu = " ".join(f"{env[k]}" for k in ("cpu_model", "cpu_capability") if env.get(k))
+    cpu = " ".join(env[k] for k in ("cpu_model", "cpu_capability") if env.get(k))
     return (f"{env.get('threads', '?')} thread(s) of {env.get('cpus', '?')} CPU(s)" + (f" ({cpu})" if cpu else "")
             + f", torch {env.get('torch', '?')}" + ("" if gpu == "none" else f", {gpu}"))
 
